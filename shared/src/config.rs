@@ -1,0 +1,557 @@
+//! Every tunable in one place (ARCHITECTURE.md §3, §4.6).
+//!
+//! Each setting can come from a flag, an environment variable or the `--config` YAML file
+//! (shaped like the AKS extension's `controllerConfig`), with precedence
+//! flag > env > file > default. Values are collected as text first and parsed in one place, so
+//! a bad value is reported the same way whatever its source: the error names the setting, the
+//! value and where it came from, and the process stops.
+
+use std::{collections::BTreeMap, fmt, net::SocketAddr, path::PathBuf, time::Duration};
+
+use clap::Args;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::Value;
+
+/// The raw settings as clap sees them (flags and their env vars). `None` = not given.
+#[derive(Args, Clone, Debug, Default)]
+pub struct SettingsArgs {
+    /// YAML file shaped like the AKS extension's `controllerConfig` (re-read on change).
+    #[arg(long, env = "EVICTION_AUTOSCALER_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Run the controller (false: webhook only). Kill switch compatible with the Go project.
+    #[arg(long, env = "CONTROLLER_ENABLED", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub controller_enabled: Option<String>,
+    /// Create a default PDB for every in-scope Deployment without one (`pdb.create`).
+    #[arg(long, env = "PDB_CREATE", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub pdb_create: Option<String>,
+    /// Namespaces enabled in opt-in mode, comma separated (`namespaces.actionedNamespaces`).
+    #[arg(long, env = "ACTIONED_NAMESPACES", value_name = "NS,NS")]
+    pub actioned_namespaces: Option<String>,
+    /// Enable every namespace unless annotated off (`namespaces.enabledByDefault`).
+    #[arg(long, env = "ENABLED_BY_DEFAULT", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub enabled_by_default: Option<String>,
+    /// Surge used when a Deployment's maxSurge is 0 or it uses Recreate (int or percent).
+    #[arg(long, env = "ZERO_SURGE_OVERRIDE", value_name = "INT|PERCENT")]
+    pub zero_surge_override: Option<String>,
+    /// Which evictions surge: `drain` (pods on draining nodes only) or `any`.
+    #[arg(long, env = "EVICTION_AUTOSCALER_SURGE_TRIGGER", value_name = "drain|any")]
+    pub surge_trigger: Option<String>,
+    /// How long after the last signal a surge is held before reverting.
+    #[arg(long, env = "EVICTION_AUTOSCALER_COOLDOWN", value_name = "DURATION")]
+    pub cooldown: Option<String>,
+    /// How long an eviction counts as a signal (must exceed kubectl's 5 s retry).
+    #[arg(long, env = "EVICTION_AUTOSCALER_SIGNAL_WINDOW", value_name = "DURATION")]
+    pub signal_window: Option<String>,
+    /// Longest a surge is held after its last signal, even while a node stays cordoned.
+    #[arg(long, env = "EVICTION_AUTOSCALER_MAX_HOLD", value_name = "DURATION")]
+    pub max_hold: Option<String>,
+    /// Node taint keys that mark a node as draining, comma separated.
+    #[arg(long, env = "EVICTION_AUTOSCALER_DRAIN_TAINTS", value_name = "KEY,KEY")]
+    pub drain_taints: Option<String>,
+    /// `unhealthyPodEvictionPolicy` of default PDBs: `AlwaysAllow` or `IfHealthyBudget`.
+    #[arg(long, env = "EVICTION_AUTOSCALER_UNHEALTHY_POD_EVICTION_POLICY", value_name = "POLICY")]
+    pub unhealthy_pod_eviction_policy: Option<String>,
+    /// Webhook listen address (TLS).
+    #[arg(long, env = "EVICTION_AUTOSCALER_WEBHOOK_ADDR", value_name = "ADDR:PORT")]
+    pub webhook_addr: Option<String>,
+    /// Health and metrics listen address (plain HTTP: /healthz, /readyz, /metrics).
+    #[arg(long, env = "EVICTION_AUTOSCALER_HEALTH_ADDR", value_name = "ADDR:PORT")]
+    pub health_addr: Option<String>,
+    /// Serving certificate (PEM), reloaded when it changes.
+    #[arg(long, env = "EVICTION_AUTOSCALER_TLS_CERT_FILE", value_name = "FILE")]
+    pub tls_cert_file: Option<String>,
+    /// Serving key (PEM), reloaded when it changes.
+    #[arg(long, env = "EVICTION_AUTOSCALER_TLS_KEY_FILE", value_name = "FILE")]
+    pub tls_key_file: Option<String>,
+    /// How often the certificate files are checked for changes.
+    #[arg(long, env = "EVICTION_AUTOSCALER_TLS_RELOAD_INTERVAL", value_name = "DURATION")]
+    pub tls_reload_interval: Option<String>,
+    /// Take a Lease before writing workloads (run more than one replica safely).
+    #[arg(long, env = "EVICTION_AUTOSCALER_LEADER_ELECT", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub leader_elect: Option<String>,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else kube-system).
+    #[arg(long, env = "EVICTION_AUTOSCALER_LEASE_NAMESPACE", value_name = "NS")]
+    pub lease_namespace: Option<String>,
+    /// Name of the Lease.
+    #[arg(long, env = "EVICTION_AUTOSCALER_LEASE_NAME", value_name = "NAME")]
+    pub lease_name: Option<String>,
+    /// Log format: `plain` or `json`.
+    #[arg(long, env = "EVICTION_AUTOSCALER_LOG_FORMAT", value_name = "plain|json")]
+    pub log_format: Option<String>,
+    /// The pod's namespace (downward API); default for --lease-namespace.
+    #[arg(long, env = "POD_NAMESPACE", hide = true)]
+    pub pod_namespace: Option<String>,
+}
+
+/// Which evictions may cause a surge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SurgeTrigger {
+    /// Only evictions of pods on draining nodes (descheduler and VPA evictions never surge).
+    Drain,
+    /// Every eviction blocked by a PDB.
+    Any,
+}
+
+/// PDB `unhealthyPodEvictionPolicy` for the PDBs we create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum UnhealthyPodEvictionPolicy {
+    /// Unready pods can always be evicted (what the Kubernetes docs recommend).
+    AlwaysAllow,
+    /// Unready pods are evicted only while the budget is healthy.
+    IfHealthyBudget,
+}
+
+impl fmt::Display for UnhealthyPodEvictionPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::AlwaysAllow => "AlwaysAllow",
+            Self::IfHealthyBudget => "IfHealthyBudget",
+        })
+    }
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Plain,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The validated configuration.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Config {
+    pub controller_enabled: bool,
+    pub pdb_create: bool,
+    pub actioned_namespaces: Vec<String>,
+    pub enabled_by_default: bool,
+    /// `None` when off (unset, `""`, `0` or `0%`).
+    #[serde(serialize_with = "ser_int_or_string")]
+    pub zero_surge_override: Option<IntOrString>,
+    pub surge_trigger: SurgeTrigger,
+    #[serde(serialize_with = "ser_duration")]
+    pub cooldown: Duration,
+    #[serde(serialize_with = "ser_duration")]
+    pub signal_window: Duration,
+    #[serde(serialize_with = "ser_duration")]
+    pub max_hold: Duration,
+    pub drain_taints: Vec<String>,
+    pub unhealthy_pod_eviction_policy: UnhealthyPodEvictionPolicy,
+    pub webhook_addr: SocketAddr,
+    pub health_addr: SocketAddr,
+    pub tls_cert_file: PathBuf,
+    pub tls_key_file: PathBuf,
+    #[serde(serialize_with = "ser_duration")]
+    pub tls_reload_interval: Duration,
+    pub leader_elect: bool,
+    pub lease_namespace: String,
+    pub lease_name: String,
+    pub log_format: LogFormat,
+}
+
+fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&humantime::format_duration(*d).to_string())
+}
+
+fn ser_int_or_string<S: serde::Serializer>(v: &Option<IntOrString>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        None => s.serialize_none(),
+        Some(IntOrString::Int(i)) => s.serialize_i32(*i),
+        Some(IntOrString::String(p)) => s.serialize_str(p),
+    }
+}
+
+/// A setting that could not be used. The message names the setting, the value and its source.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("invalid value {value:?} for {setting} (from {origin}): {reason}")]
+    Invalid { setting: &'static str, value: String, origin: Source, reason: String },
+    #[error("config file {path}: {reason}")]
+    File { path: String, reason: String },
+}
+
+/// Where a setting's value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The command line or its environment variable (clap merges them).
+    FlagOrEnv { flag: &'static str, env: &'static str },
+    /// The `--config` file, at this key.
+    File { key: &'static str },
+    /// The built-in default.
+    Default,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::FlagOrEnv { flag, env } => write!(f, "flag --{flag} or env {env}"),
+            Self::File { key } => write!(f, "config file key controllerConfig.{key}"),
+            Self::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// One row of the settings table: flag name, env var, config-file key (dotted, under
+/// `controllerConfig`) and default as text.
+struct Setting {
+    flag: &'static str,
+    env: &'static str,
+    key: &'static str,
+    default: &'static str,
+}
+
+macro_rules! settings {
+    ($($field:ident: $flag:literal, $env:literal, $key:literal, $default:expr;)*) => {
+        /// Every setting, in the order `--help` lists them.
+        const SETTINGS: &[Setting] = &[$(Setting { flag: $flag, env: $env, key: $key, default: $default }),*];
+
+        impl SettingsArgs {
+            fn given(&self, flag: &str) -> Option<&str> {
+                match flag {
+                    $($flag => self.$field.as_deref(),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+settings! {
+    controller_enabled: "controller-enabled", "CONTROLLER_ENABLED", "enabled", "true";
+    pdb_create: "pdb-create", "PDB_CREATE", "pdb.create", "false";
+    actioned_namespaces: "actioned-namespaces", "ACTIONED_NAMESPACES", "namespaces.actionedNamespaces", "kube-system";
+    enabled_by_default: "enabled-by-default", "ENABLED_BY_DEFAULT", "namespaces.enabledByDefault", "false";
+    zero_surge_override: "zero-surge-override", "ZERO_SURGE_OVERRIDE", "zeroSurgeOverride", "";
+    surge_trigger: "surge-trigger", "EVICTION_AUTOSCALER_SURGE_TRIGGER", "surge.trigger", "drain";
+    cooldown: "cooldown", "EVICTION_AUTOSCALER_COOLDOWN", "surge.cooldown", "60s";
+    signal_window: "signal-window", "EVICTION_AUTOSCALER_SIGNAL_WINDOW", "surge.signalWindow", "90s";
+    max_hold: "max-hold", "EVICTION_AUTOSCALER_MAX_HOLD", "surge.maxHold", "1h";
+    drain_taints: "drain-taints", "EVICTION_AUTOSCALER_DRAIN_TAINTS", "drainTaints",
+        "node.kubernetes.io/unschedulable,karpenter.sh/disrupted,ToBeDeletedByClusterAutoscaler";
+    unhealthy_pod_eviction_policy: "unhealthy-pod-eviction-policy", "EVICTION_AUTOSCALER_UNHEALTHY_POD_EVICTION_POLICY", "pdb.unhealthyPodEvictionPolicy", "AlwaysAllow";
+    webhook_addr: "webhook-addr", "EVICTION_AUTOSCALER_WEBHOOK_ADDR", "webhook.addr", "0.0.0.0:9443";
+    health_addr: "health-addr", "EVICTION_AUTOSCALER_HEALTH_ADDR", "health.addr", "0.0.0.0:8081";
+    tls_cert_file: "tls-cert-file", "EVICTION_AUTOSCALER_TLS_CERT_FILE", "webhook.tlsCertFile", "/etc/eviction-autoscaler/tls/tls.crt";
+    tls_key_file: "tls-key-file", "EVICTION_AUTOSCALER_TLS_KEY_FILE", "webhook.tlsKeyFile", "/etc/eviction-autoscaler/tls/tls.key";
+    tls_reload_interval: "tls-reload-interval", "EVICTION_AUTOSCALER_TLS_RELOAD_INTERVAL", "webhook.tlsReloadInterval", "10s";
+    leader_elect: "leader-elect", "EVICTION_AUTOSCALER_LEADER_ELECT", "leaderElection.enabled", "true";
+    lease_namespace: "lease-namespace", "EVICTION_AUTOSCALER_LEASE_NAMESPACE", "leaderElection.leaseNamespace", "";
+    lease_name: "lease-name", "EVICTION_AUTOSCALER_LEASE_NAME", "leaderElection.leaseName", "eviction-autoscaler";
+    log_format: "log-format", "EVICTION_AUTOSCALER_LOG_FORMAT", "log.format", "plain";
+}
+
+/// Keys the Go project's chart has under `controllerConfig` that mean nothing here; accepted so
+/// its values files keep working, otherwise ignored.
+const IGNORED_FILE_KEYS: &[&str] = &["metrics.enabled", "pdbFloorMutation.enabled"];
+
+/// The raw text of each setting and where it came from.
+struct Resolved<'a> {
+    args: &'a SettingsArgs,
+    file: BTreeMap<String, String>,
+}
+
+impl Resolved<'_> {
+    fn get(&self, flag: &'static str) -> (String, Source) {
+        let Some(row) = SETTINGS.iter().find(|s| s.flag == flag) else {
+            return (String::new(), Source::Default);
+        };
+        if let Some(v) = self.args.given(flag) {
+            return (v.to_owned(), Source::FlagOrEnv { flag: row.flag, env: row.env });
+        }
+        if let Some(v) = self.file.get(row.key) {
+            return (v.clone(), Source::File { key: row.key });
+        }
+        (row.default.to_owned(), Source::Default)
+    }
+
+    fn parse<T>(
+        &self,
+        flag: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        let (value, source) = self.get(flag);
+        parse(value.trim()).map_err(|reason| ConfigError::Invalid {
+            setting: SETTINGS.iter().find(|s| s.flag == flag).map_or(flag, |s| s.flag),
+            value,
+            origin: source,
+            reason,
+        })
+    }
+}
+
+impl Config {
+    /// Resolves flags/env (`args`) over the `--config` file (its path and text, if any) over
+    /// the defaults, and validates every value.
+    pub fn resolve(args: &SettingsArgs, file: Option<(&str, &str)>) -> Result<Self, ConfigError> {
+        let file = match file {
+            Some((path, text)) => {
+                flatten_file(text).map_err(|reason| ConfigError::File { path: path.to_owned(), reason })?
+            }
+            None => BTreeMap::new(),
+        };
+        let r = Resolved { args, file };
+        let config = Config {
+            controller_enabled: r.parse("controller-enabled", parse_bool)?,
+            pdb_create: r.parse("pdb-create", parse_bool)?,
+            actioned_namespaces: r.parse("actioned-namespaces", |v| parse_list(v, check_dns_label))?,
+            enabled_by_default: r.parse("enabled-by-default", parse_bool)?,
+            zero_surge_override: r.parse("zero-surge-override", parse_surge_override)?,
+            surge_trigger: r.parse("surge-trigger", |v| match v {
+                "drain" => Ok(SurgeTrigger::Drain),
+                "any" => Ok(SurgeTrigger::Any),
+                _ => Err("expected \"drain\" or \"any\"".into()),
+            })?,
+            cooldown: r.parse("cooldown", parse_duration)?,
+            signal_window: r.parse("signal-window", |v| {
+                let d = parse_duration(v)?;
+                if d <= Duration::from_secs(5) {
+                    return Err("must be longer than kubectl's 5s eviction retry".into());
+                }
+                Ok(d)
+            })?,
+            max_hold: r.parse("max-hold", parse_positive_duration)?,
+            drain_taints: r.parse("drain-taints", |v| parse_list(v, check_qualified_name))?,
+            unhealthy_pod_eviction_policy: r.parse("unhealthy-pod-eviction-policy", |v| match v {
+                "AlwaysAllow" => Ok(UnhealthyPodEvictionPolicy::AlwaysAllow),
+                "IfHealthyBudget" => Ok(UnhealthyPodEvictionPolicy::IfHealthyBudget),
+                _ => Err("expected \"AlwaysAllow\" or \"IfHealthyBudget\"".into()),
+            })?,
+            webhook_addr: r.parse("webhook-addr", parse_addr)?,
+            health_addr: r.parse("health-addr", parse_addr)?,
+            tls_cert_file: r.parse("tls-cert-file", parse_path)?,
+            tls_key_file: r.parse("tls-key-file", parse_path)?,
+            tls_reload_interval: r.parse("tls-reload-interval", parse_positive_duration)?,
+            leader_elect: r.parse("leader-elect", parse_bool)?,
+            lease_namespace: r.parse("lease-namespace", |v| {
+                let ns = match v {
+                    "" => args.pod_namespace.as_deref().filter(|s| !s.is_empty()).unwrap_or("kube-system"),
+                    v => v,
+                };
+                check_dns_label(ns).map(|()| ns.to_owned())
+            })?,
+            lease_name: r.parse("lease-name", |v| check_dns_subdomain(v).map(|()| v.to_owned()))?,
+            log_format: r.parse("log-format", |v| match v {
+                "plain" => Ok(LogFormat::Plain),
+                "json" => Ok(LogFormat::Json),
+                _ => Err("expected \"plain\" or \"json\"".into()),
+            })?,
+        };
+        if config.webhook_addr == config.health_addr {
+            return Err(ConfigError::Invalid {
+                setting: "health-addr",
+                value: config.health_addr.to_string(),
+                origin: r.get("health-addr").1,
+                reason: "must differ from --webhook-addr".into(),
+            });
+        }
+        Ok(config)
+    }
+}
+
+/// Flattens the YAML file into dotted keys → text. Accepts the `controllerConfig` structure
+/// either at the top level or under a `controllerConfig:` key. Lists become comma lists.
+fn flatten_file(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut root: Value = if text.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_saphyr::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?
+    };
+    if let Some(inner) = root.get_mut("controllerConfig") {
+        root = inner.take();
+    }
+    let mut out = BTreeMap::new();
+    match root {
+        Value::Object(map) => flatten_into(&mut out, "", map)?,
+        Value::Null => {}
+        _ => return Err("expected a mapping of settings (controllerConfig)".into()),
+    }
+    for key in out.keys() {
+        if !SETTINGS.iter().any(|s| s.key == key) && !IGNORED_FILE_KEYS.contains(&key.as_str()) {
+            return Err(format!("unknown setting controllerConfig.{key}"));
+        }
+    }
+    Ok(out)
+}
+
+fn flatten_into(
+    out: &mut BTreeMap<String, String>,
+    prefix: &str,
+    map: serde_json::Map<String, Value>,
+) -> Result<(), String> {
+    for (k, v) in map {
+        let key = if prefix.is_empty() { k } else { format!("{prefix}.{k}") };
+        let text = match v {
+            Value::Object(inner) => {
+                flatten_into(out, &key, inner)?;
+                continue;
+            }
+            Value::Null => String::new(),
+            Value::String(s) => s,
+            Value::Array(items) => items
+                .iter()
+                .map(|i| match i {
+                    Value::String(s) => Ok(s.clone()),
+                    Value::Number(n) => Ok(n.to_string()),
+                    _ => Err(format!("controllerConfig.{key}: list items must be strings")),
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .join(","),
+            other => other.to_string(),
+        };
+        out.insert(key, text);
+    }
+    Ok(())
+}
+
+/// Booleans as Go's `strconv.ParseBool` accepts them, so the Go project's env values work.
+fn parse_bool(v: &str) -> Result<bool, String> {
+    crate::scope::parse_bool(v).ok_or_else(|| "expected true or false".into())
+}
+
+fn parse_duration(v: &str) -> Result<Duration, String> {
+    humantime::parse_duration(v).map_err(|e| format!("expected a duration like 60s or 5m ({e})"))
+}
+
+fn parse_positive_duration(v: &str) -> Result<Duration, String> {
+    let d = parse_duration(v)?;
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+fn parse_addr(v: &str) -> Result<SocketAddr, String> {
+    v.parse().map_err(|_| "expected an address like 0.0.0.0:9443".into())
+}
+
+fn parse_path(v: &str) -> Result<PathBuf, String> {
+    if v.is_empty() || v.ends_with('/') {
+        return Err("must name a file".into());
+    }
+    Ok(PathBuf::from(v))
+}
+
+/// `""`, `0` and `0%` mean off; otherwise a non-negative int or percentage.
+fn parse_surge_override(v: &str) -> Result<Option<IntOrString>, String> {
+    crate::surge::parse_zero_surge_override(v).map_err(|e| e.to_string())
+}
+
+fn parse_list(v: &str, check: fn(&str) -> Result<(), String>) -> Result<Vec<String>, String> {
+    let items: Vec<String> =
+        v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    for item in &items {
+        check(item).map_err(|e| format!("{item:?}: {e}"))?;
+    }
+    Ok(items)
+}
+
+/// RFC 1123 label: what a namespace name must be.
+fn check_dns_label(v: &str) -> Result<(), String> {
+    let ok = !v.is_empty()
+        && v.len() <= 63
+        && v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !v.starts_with('-')
+        && !v.ends_with('-');
+    ok.then_some(()).ok_or_else(|| "must be a lowercase RFC 1123 label (a-z, 0-9, '-', at most 63)".into())
+}
+
+fn check_dns_subdomain(v: &str) -> Result<(), String> {
+    let ok = !v.is_empty() && v.len() <= 253 && v.split('.').all(|l| check_dns_label(l).is_ok());
+    ok.then_some(()).ok_or_else(|| "must be a lowercase RFC 1123 subdomain".into())
+}
+
+/// A label/taint key: optional DNS-subdomain prefix, `/`, name of alphanumerics, `-_.`.
+fn check_qualified_name(v: &str) -> Result<(), String> {
+    let (prefix, name) = match v.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, v),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
+    if !name_ok || prefix.is_some_and(|p| check_dns_subdomain(p).is_err()) {
+        return Err("must be a taint key like example.com/name".into());
+    }
+    Ok(())
+}
+
+/// The setting names, for tests and docs: (flag, env var, config-file key, default).
+pub fn setting_names() -> impl Iterator<Item = (&'static str, &'static str, &'static str, &'static str)> {
+    SETTINGS.iter().map(|s| (s.flag, s.env, s.key, s.default))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_aks_basic_install() {
+        let c = Config::resolve(&SettingsArgs::default(), None).unwrap();
+        assert!(!c.pdb_create);
+        assert!(!c.enabled_by_default);
+        assert_eq!(c.actioned_namespaces, ["kube-system"]);
+        assert_eq!(c.cooldown, Duration::from_secs(60));
+        assert_eq!(c.signal_window, Duration::from_secs(90));
+        assert_eq!(c.max_hold, Duration::from_secs(3600));
+        assert_eq!(c.surge_trigger, SurgeTrigger::Drain);
+        assert_eq!(c.unhealthy_pod_eviction_policy, UnhealthyPodEvictionPolicy::AlwaysAllow);
+        assert_eq!(c.lease_namespace, "kube-system");
+        assert_eq!(c.zero_surge_override, None);
+        assert_eq!(c.drain_taints.len(), 3);
+    }
+
+    #[test]
+    fn precedence_is_flag_over_file_over_default() {
+        let file = "controllerConfig:\n  pdb:\n    create: true\n  namespaces:\n    actionedNamespaces: [a, b]\n  surge:\n    cooldown: 5m\n";
+        let args = SettingsArgs { cooldown: Some("2s".into()), ..Default::default() };
+        let c = Config::resolve(&args, Some(("f.yaml", file))).unwrap();
+        assert!(c.pdb_create, "file beats default");
+        assert_eq!(c.actioned_namespaces, ["a", "b"]);
+        assert_eq!(c.cooldown, Duration::from_secs(2), "flag beats file");
+    }
+
+    #[test]
+    fn pod_namespace_is_the_lease_namespace_default() {
+        let args = SettingsArgs { pod_namespace: Some("ops".into()), ..Default::default() };
+        assert_eq!(Config::resolve(&args, None).unwrap().lease_namespace, "ops");
+    }
+
+    #[test]
+    fn zero_surge_override_forms() {
+        for (v, want) in [
+            ("", None),
+            ("0", None),
+            ("0%", None),
+            ("2", Some(IntOrString::Int(2))),
+            ("50%", Some(IntOrString::String("50%".into()))),
+        ] {
+            assert_eq!(parse_surge_override(v), Ok(want), "{v:?}");
+        }
+        for bad in ["-1", "x", "-5%", "1.5", "%"] {
+            assert!(parse_surge_override(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn file_errors_name_the_file_and_key() {
+        let err = Config::resolve(&SettingsArgs::default(), Some(("c.yaml", "pdb:\n  creat: true\n")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("c.yaml") && err.contains("pdb.creat"), "{err}");
+        let ok = Config::resolve(&SettingsArgs::default(), Some(("c.yaml", "metrics:\n  enabled: true\n")));
+        assert!(ok.is_ok(), "Go chart keys are accepted");
+    }
+
+    #[test]
+    fn invalid_value_names_setting_value_and_source() {
+        let args = SettingsArgs { signal_window: Some("3s".into()), ..Default::default() };
+        let err = Config::resolve(&args, None).unwrap_err().to_string();
+        assert!(err.contains("signal-window") && err.contains("\"3s\"") && err.contains("5s"), "{err}");
+    }
+}

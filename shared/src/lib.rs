@@ -1,0 +1,15 @@
+//! Domain types and pure logic shared by the webhook and the controller: configuration, the
+//! EvictionAutoScaler CRD, annotation keys, surge and PDB arithmetic, namespace scope, label
+//! selector matching, the signal queue and readiness. No network I/O lives here.
+
+pub mod admission;
+pub mod budget;
+pub mod config;
+pub mod crd;
+pub mod drain;
+pub mod health;
+pub mod keys;
+pub mod scope;
+pub mod selector;
+pub mod signal;
+pub mod surge;

@@ -1,0 +1,1 @@
+//! kube-sim: the Kubernetes API emulator the end-to-end tests run on (in progress).
