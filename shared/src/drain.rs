@@ -11,8 +11,7 @@ use k8s_openapi::api::core::v1::Node;
 /// True when `node` is cordoned or carries a taint whose key is in `drain_taints`.
 pub fn is_draining(node: &Node, drain_taints: &[String]) -> bool {
     let Some(spec) = &node.spec else { return false };
-    spec.unschedulable == Some(true)
-        || spec.taints.iter().flatten().any(|t| drain_taints.contains(&t.key))
+    spec.unschedulable == Some(true) || spec.taints.iter().flatten().any(|t| drain_taints.contains(&t.key))
 }
 
 /// What the controller knows about one active surge when it decides whether to keep it.
