@@ -20,7 +20,6 @@ build: check-tools
 test: check-tools check-kubectl
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast
-	$(CARGO) test --workspace --doc
 else
 	$(CARGO) test --workspace --no-fail-fast
 endif
