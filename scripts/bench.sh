@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Benchmarks; figures and how they were taken are in BENCHMARKS.md.
+# Benchmarks; figures and how they were taken are in BENCHMARKS.md. Not timed tests: run by
+# hand (`make bench`) on a quiet machine and record what you measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "no benchmarks yet"
+echo "== webhook: product vs constant-allow floor (wrk closed loop, hey at 1,000 req/s)"
+webhook/bench/run.sh
+echo "== kube-sim: seeding and listing at scale"
+cargo nextest run --release -p kube-sim --test scale --no-capture

@@ -1,1 +1,32 @@
-//! The admission webhook (in progress).
+//! The admission webhook of eviction-autoscaler: an axum router behind rustls that taps every
+//! eviction (a [`Signal`](eviction_autoscaler_shared::signal::Signal) into the shared queue),
+//! every new Deployment and every PDB write (handed to an
+//! [`AdmissionHandler`](eviction_autoscaler_shared::admission::AdmissionHandler)), and always
+//! allows. It also serves the plain-HTTP health port and generates development certificates.
+//!
+//! Wiring, as `main` does it:
+//! ```ignore
+//! let metrics = Metrics::new();
+//! metrics.register(&mut registry);
+//! let app = router(WebhookState::new(signal_sender, handler, metrics.clone()));
+//! tokio::try_join!(
+//!     serve(ServeSettings::new(addr, cert, key), app, metrics, readiness.clone(), shutdown()),
+//!     serve_health(health_addr, Arc::new(registry), readiness, shutdown()),
+//! )?;
+//! ```
+
+pub mod certs;
+mod error;
+mod health;
+mod legacy_hello;
+mod metrics;
+mod review;
+mod router;
+mod server;
+mod tls;
+
+pub use error::Error;
+pub use health::{health_router, serve_health, serve_health_on};
+pub use metrics::Metrics;
+pub use router::{MAX_BODY_BYTES, WebhookState, router};
+pub use server::{ServeSettings, WebhookServer, serve};

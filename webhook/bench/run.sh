@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Benchmark of POST /validate-eviction over TLS with keep-alive: the product's webhook against a
+# floor (minimal axum + rustls server answering a constant allow without parsing), side by side
+# in one run, driven by external load generators:
+#   * wrk -t1 -c16 (closed loop)          -> throughput, product / floor
+#   * hey at a fixed 1,000 req/s (open)   -> end-to-end p99 of both, and the product's own
+#                                            handler p99 from its duration histogram (/metrics)
+# Targets (issue 5): closed loop >= 0.9 x floor; handler p99 < 100 us; end-to-end p99 <= 1.1 x floor.
+# Knobs: DURATION (wrk, default 8s), ROUNDS (default 5), RATE_SECONDS (hey, default 10),
+# OPEN_ROUNDS (default 3),
+# PORT_BASE (default 18440). Results go to stdout; record them in BENCHMARKS.md ("webhook").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+DURATION=${DURATION:-8s}
+RATE_SECONDS=${RATE_SECONDS:-10}
+OPEN_ROUNDS=${OPEN_ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
+PORT_BASE=${PORT_BASE:-18440}
+PRODUCT_ADDR=127.0.0.1:$((PORT_BASE + 3))
+FLOOR_ADDR=127.0.0.1:$((PORT_BASE + 4))
+HEALTH_ADDR=127.0.0.1:$((PORT_BASE + 5))
+
+missing=()
+for tool in wrk hey curl awk; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if ((${#missing[@]})); then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        echo "installing ${missing[*]} (Debian packages)" >&2
+        apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "error: missing ${missing[*]}; install them (Debian: apt-get install -y wrk hey curl gawk)" >&2
+        exit 1
+    fi
+fi
+
+cargo build -q --release -p eviction-autoscaler-webhook --example bench_server
+BIN=target/release/examples/bench_server
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+"$BIN" certs "$WORK"
+"$BIN" product "$PRODUCT_ADDR" "$HEALTH_ADDR" "$WORK/tls.crt" "$WORK/tls.key" &
+PRODUCT_PID=$!
+PIDS+=($!)
+"$BIN" floor "$FLOOR_ADDR" "$WORK/tls.crt" "$WORK/tls.key" &
+FLOOR_PID=$!
+PIDS+=($!)
+
+BODY=webhook/tests/data/eviction-v1.json
+post() { curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.crt" -H 'Content-Type: application/json' \
+    --data-binary "@$BODY" "https://localhost:${1##*:}/validate-eviction" || true; }
+for _ in $(seq 100); do
+    [[ $(post "$PRODUCT_ADDR") == 200 && $(post "$FLOOR_ADDR") == 200 ]] && break
+    sleep 0.1
+done
+[[ $(post "$PRODUCT_ADDR") == 200 ]] || { echo "error: product server did not come up" >&2; exit 1; }
+[[ $(post "$FLOOR_ADDR") == 200 ]] || { echo "error: floor server did not come up" >&2; exit 1; }
+
+cat >"$WORK/post.lua" <<EOF
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = [==[$(cat "$BODY")]==]
+EOF
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+closed_loop() { # addr pid -> "requests/s server-CPU-microseconds-per-request"
+    local before after
+    before=$(cpu_ticks "$2")
+    wrk -t1 -c16 -d"$DURATION" -s "$WORK/post.lua" "https://${1}/validate-eviction" >"$WORK/wrk.txt"
+    after=$(cpu_ticks "$2")
+    awk -v ticks=$((after - before)) -v tick="$TICK" '
+        / requests in / {n = $1} /^Requests\/sec:/ {rps = $2}
+        END {printf "%s %.1f\n", rps, (n > 0 ? ticks / tick * 1e6 / n : 0)}' "$WORK/wrk.txt"
+}
+open_loop() { # addr -> p99 in ms (hey: 10 workers x 100 req/s = 1,000 req/s)
+    hey -z "${RATE_SECONDS}s" -c 10 -q 100 -m POST -T application/json -D "$BODY" -host localhost \
+        "https://${1}/validate-eviction" >"$WORK/hey.txt"
+    if grep -q 'Error distribution' "$WORK/hey.txt"; then
+        echo "warning: hey saw errors against $1:" >&2
+        sed -n '/Error distribution/,$p' "$WORK/hey.txt" >&2
+    fi
+    awk '/ 99% in / {printf "%.3f", $3 * 1000}' "$WORK/hey.txt"
+}
+buckets() { # the eviction duration histogram buckets: "le count" lines
+    curl -s "http://${HEALTH_ADDR}/metrics" |
+        awk -F'[{}]' '/^eviction_autoscaler_webhook_request_duration_seconds_bucket/ && /path="\/validate-eviction"/ {
+            match($2, /le="[^"]+"/); le = substr($2, RSTART + 4, RLENGTH - 5); split($3, v, " "); print le, v[1] }'
+}
+p99_us() { # before-file after-file -> p99 of the difference, in microseconds (linear within a bucket)
+    awk 'NR == FNR { before[$1] = $2; next }
+         { le[++n] = $1; cum[n] = $2 - before[$1] }
+         END {
+             total = cum[n]; if (total <= 0) { print "n/a"; exit }
+             target = 0.99 * total; lower = 0; prev = 0
+             for (i = 1; i <= n; i++) {
+                 if (cum[i] >= target) {
+                     if (le[i] == "+Inf") { printf ">%.0f", lower * 1e6; exit }
+                     frac = (target - prev) / (cum[i] - prev)
+                     printf "%.1f", (lower + (le[i] - lower) * frac) * 1e6; exit
+                 }
+                 prev = cum[i]; lower = le[i]
+             }
+         }' "$1" "$2"
+}
+
+echo "warming up" >&2
+DURATION=2s closed_loop "$FLOOR_ADDR" "$FLOOR_PID" >/dev/null
+DURATION=2s closed_loop "$PRODUCT_ADDR" "$PRODUCT_PID" >/dev/null
+
+declare -a floor_rps product_rps
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+declare -a pair_ratios floor_cpu product_cpu
+# Alternate which server goes first, so drift in background load does not favour one of them.
+for round in $(seq "$ROUNDS"); do
+    if ((round % 2)); then
+        read -r f fc < <(closed_loop "$FLOOR_ADDR" "$FLOOR_PID")
+        read -r p pc < <(closed_loop "$PRODUCT_ADDR" "$PRODUCT_PID")
+    else
+        read -r p pc < <(closed_loop "$PRODUCT_ADDR" "$PRODUCT_PID")
+        read -r f fc < <(closed_loop "$FLOOR_ADDR" "$FLOOR_PID")
+    fi
+    floor_rps+=("$f"); product_rps+=("$p"); pair_ratios+=("$(ratio "$p" "$f")")
+    floor_cpu+=("$fc"); product_cpu+=("$pc")
+    echo "closed loop round $round: floor $f req/s ($fc us CPU/req), product $p req/s ($pc us CPU/req), ratio ${pair_ratios[-1]}" >&2
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+floor_med=$(median "${floor_rps[@]}")
+product_med=$(median "${product_rps[@]}")
+floor_cpu_med=$(median "${floor_cpu[@]}")
+product_cpu_med=$(median "${product_cpu[@]}")
+ratio_med=$(median "${pair_ratios[@]}")
+
+# Open loop: alternate again; the product's histogram only moves during its own runs, so one
+# snapshot before the first and one after the last give the handler p99 over all of them.
+declare -a floor_e2e product_e2e
+buckets >"$WORK/before"
+for round in $(seq "$OPEN_ROUNDS"); do
+    if ((round % 2)); then
+        f=$(open_loop "$FLOOR_ADDR"); p=$(open_loop "$PRODUCT_ADDR")
+    else
+        p=$(open_loop "$PRODUCT_ADDR"); f=$(open_loop "$FLOOR_ADDR")
+    fi
+    floor_e2e+=("$f"); product_e2e+=("$p")
+    echo "open loop round $round: end-to-end p99 floor $f ms, product $p ms" >&2
+done
+buckets >"$WORK/after"
+floor_p99=$(median "${floor_e2e[@]}")
+product_p99=$(median "${product_e2e[@]}")
+handler_p99=$(p99_us "$WORK/before" "$WORK/after")
+
+cores=$(nproc)
+cat <<EOF
+
+webhook benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $cores cores, $ROUNDS closed-loop rounds of $DURATION, $OPEN_ROUNDS open-loop rounds of ${RATE_SECONDS}s; medians)
+| measure                                   | floor        | product      | product/floor | target        |
+|-------------------------------------------|--------------|--------------|---------------|---------------|
+| closed loop, wrk -t1 -c16 (median req/s)  | $(printf '%-12s' "$floor_med") | $(printf '%-12s' "$product_med") | $(printf '%-13s' "$ratio_med") | >= 0.90       |
+| server CPU per request, closed loop (us)  | $(printf '%-12s' "$floor_cpu_med") | $(printf '%-12s' "$product_cpu_med") | $(printf '%-13s' "$(ratio "$floor_cpu_med" "$product_cpu_med")") | (floor/product) |
+| end-to-end p99 at 1,000 req/s, hey (ms)   | $(printf '%-12s' "$floor_p99") | $(printf '%-12s' "$product_p99") | $(printf '%-13s' "$(ratio "$product_p99" "$floor_p99")") | <= 1.10       |
+| handler p99 at 1,000 req/s (us, /metrics) | -            | $(printf '%-12s' "$handler_p99") | -             | < 100         |
+closed-loop rounds: floor ${floor_rps[*]}; product ${product_rps[*]}; per-round ratios ${pair_ratios[*]}
+open-loop p99 rounds (ms): floor ${floor_e2e[*]}; product ${product_e2e[*]}
+(product/floor for the closed loop is the median of the per-round ratios)
+load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)
+EOF

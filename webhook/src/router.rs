@@ -1,0 +1,363 @@
+//! The admission endpoints. Every well-formed review is allowed at once, without any API call;
+//! evictions become [`Signal`]s offered to the bounded queue, Deployments and PDBs are decoded
+//! and handed to the [`AdmissionHandler`] on a spawned task. Client mistakes get a 4xx with a
+//! one-line reason.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use eviction_autoscaler_shared::admission::AdmissionHandler;
+use eviction_autoscaler_shared::signal::{Signal, SignalSender};
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, StatusCode};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::metrics::{Endpoint, Metrics, Outcome};
+use crate::review::{
+    Envelope, EvictionRequest, FullEnvelope, ObjectRequest, REVIEW_API_VERSION, REVIEW_KIND, TypeView,
+    allow_response,
+};
+
+/// Largest request body accepted (the apiserver's own object limit is 3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// What the handlers share: the signal queue, the admission handler and the metrics.
+///
+/// One `Arc` around all of it: axum clones the state for every request, and cloning the
+/// parts one by one would cost a dozen contended atomic increments per admission.
+#[derive(Clone)]
+pub struct WebhookState(Arc<Shared>);
+
+struct Shared {
+    signals: SignalSender,
+    handler: Arc<dyn AdmissionHandler>,
+    metrics: Metrics,
+}
+
+impl WebhookState {
+    /// State for [`router`].
+    pub fn new(signals: SignalSender, handler: Arc<dyn AdmissionHandler>, metrics: Metrics) -> Self {
+        Self(Arc::new(Shared { signals, handler, metrics }))
+    }
+}
+
+/// The webhook's routes: `POST /validate-eviction`, `/validate-deployment`, `/validate-pdb`.
+pub fn router(state: WebhookState) -> Router {
+    Router::new()
+        .route("/validate-eviction", post(validate_eviction))
+        .route("/validate-deployment", post(validate_deployment))
+        .route("/validate-pdb", post(validate_pdb))
+        .fallback(unknown_path)
+        .method_not_allowed_fallback(wrong_method)
+        .with_state(state)
+}
+
+/// A client mistake: status, metric label and a one-line reason.
+struct Rejection {
+    status: StatusCode,
+    outcome: Outcome,
+    reason: String,
+}
+
+impl Rejection {
+    fn bad_request(outcome: Outcome, reason: impl Into<String>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, outcome, reason: reason.into() }
+    }
+}
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        tracing::debug!(status = %self.status, reason = %self.reason, "admission request rejected");
+        let mut body = self.reason;
+        body.push('\n');
+        let mut response = (self.status, body).into_response();
+        response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+        response
+    }
+}
+
+type Handled = Result<(Outcome, Vec<u8>), Rejection>;
+
+/// Runs one endpoint, records its result and duration, and builds the HTTP response.
+fn finish(state: &Shared, path: Endpoint, started: Instant, handled: Handled) -> Response {
+    let (outcome, response) = match handled {
+        Ok((outcome, body)) => {
+            let mut response = Response::new(Body::from(body));
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            (outcome, response)
+        }
+        Err(rejection) => (rejection.outcome, rejection.into_response()),
+    };
+    state.metrics.observe(path, outcome, started.elapsed().as_secs_f64());
+    response
+}
+
+async fn validate_eviction(State(WebhookState(state)): State<WebhookState>, request: Request) -> Response {
+    let started = Instant::now();
+    let handled = handle_eviction(&state, request).await;
+    finish(&state, Endpoint::Eviction, started, handled)
+}
+
+async fn validate_deployment(State(WebhookState(state)): State<WebhookState>, request: Request) -> Response {
+    let started = Instant::now();
+    let handled = handle_object(&state, request, ObjectKind::Deployment).await;
+    finish(&state, Endpoint::Deployment, started, handled)
+}
+
+async fn validate_pdb(State(WebhookState(state)): State<WebhookState>, request: Request) -> Response {
+    let started = Instant::now();
+    let handled = handle_object(&state, request, ObjectKind::Pdb).await;
+    finish(&state, Endpoint::Pdb, started, handled)
+}
+
+async fn unknown_path(State(WebhookState(state)): State<WebhookState>, request: Request) -> Response {
+    let started = Instant::now();
+    let path: String = request.uri().path().chars().take(100).collect();
+    let rejection = Rejection {
+        status: StatusCode::NOT_FOUND,
+        outcome: Outcome::unknown_path,
+        reason: format!(
+            "no such path {path:?}; the webhook serves /validate-eviction, /validate-deployment and /validate-pdb"
+        ),
+    };
+    finish(&state, Endpoint::Other, started, Err(rejection))
+}
+
+async fn wrong_method(State(WebhookState(state)): State<WebhookState>, request: Request) -> Response {
+    let started = Instant::now();
+    let endpoint = Endpoint::from_path(request.uri().path());
+    let rejection = Rejection {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        outcome: Outcome::wrong_method,
+        reason: format!("method {} not allowed; admission reviews are POSTed", request.method()),
+    };
+    let mut response = finish(&state, endpoint, started, Err(rejection));
+    response.headers_mut().insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+async fn handle_eviction(state: &Shared, request: Request) -> Handled {
+    let body = read_body(request).await?;
+    let review: Envelope<EvictionRequest> = decode(&body)?;
+    let request = checked_request(review.api_version, review.kind, review.request)?;
+    let uid = required_uid(request.uid.as_deref())?;
+    let object = request.object.as_ref();
+    if let Some(object) = object {
+        check_type(object.api_version.as_deref(), object.kind.as_deref(), ObjectKind::Eviction)?;
+    }
+    let response = allow_response(uid);
+
+    if request.operation.as_deref().is_some_and(|op| op != "CREATE") {
+        return Ok((Outcome::ignored, response));
+    }
+    // `kubectl drain --dry-run=server` marks the dry run only inside the Eviction.
+    let dry_run_in_options = object
+        .and_then(|o| o.delete_options.as_ref())
+        .and_then(|d| d.dry_run.as_ref())
+        .is_some_and(|list| list.0);
+    if request.dry_run == Some(true) || dry_run_in_options {
+        state.metrics.dry_run_ignored();
+        return Ok((Outcome::dry_run, response));
+    }
+    let meta = object.and_then(|o| o.metadata.as_ref());
+    let pod = non_empty(meta.and_then(|m| m.name.as_ref())).or(non_empty(request.name.as_ref()));
+    // The apiserver fills the Eviction's namespace from the URL, but older clients may not.
+    let namespace =
+        non_empty(meta.and_then(|m| m.namespace.as_ref())).or(non_empty(request.namespace.as_ref()));
+    let (Some(pod), Some(namespace)) = (pod, namespace) else {
+        tracing::warn!(uid, "eviction review names no pod or namespace; nothing to signal");
+        return Ok((Outcome::ignored, response));
+    };
+    let signal = Signal {
+        namespace: namespace.to_owned(),
+        pod: pod.to_owned(),
+        at: jiff::Timestamp::now(),
+        user: request.user_info.as_ref().and_then(|u| u.username.as_deref()).unwrap_or_default().to_owned(),
+    };
+    if state.signals.offer(signal) {
+        state.metrics.signal_emitted();
+    } else {
+        state.metrics.signal_dropped();
+        tracing::debug!(namespace, pod, "signal queue full; eviction signal dropped");
+    }
+    Ok((Outcome::allowed, response))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ObjectKind {
+    Eviction,
+    Deployment,
+    Pdb,
+}
+
+impl ObjectKind {
+    fn accepts(self, api_version: &str, kind: &str) -> bool {
+        match self {
+            Self::Eviction => matches!(api_version, "policy/v1" | "policy/v1beta1") && kind == "Eviction",
+            Self::Deployment => api_version == "apps/v1" && kind == "Deployment",
+            Self::Pdb => api_version == "policy/v1" && kind == "PodDisruptionBudget",
+        }
+    }
+
+    fn expected(self) -> &'static str {
+        match self {
+            Self::Eviction => "policy/v1 or policy/v1beta1 Eviction",
+            Self::Deployment => "apps/v1 Deployment",
+            Self::Pdb => "policy/v1 PodDisruptionBudget",
+        }
+    }
+
+    fn delivered_on(self, operation: &str) -> bool {
+        match self {
+            Self::Eviction | Self::Deployment => operation == "CREATE",
+            Self::Pdb => matches!(operation, "CREATE" | "UPDATE"),
+        }
+    }
+}
+
+async fn handle_object(state: &Shared, request: Request, kind: ObjectKind) -> Handled {
+    let body = read_body(request).await?;
+    let review: Envelope<ObjectRequest> = decode(&body)?;
+    let request = checked_request(review.api_version, review.kind, review.request)?;
+    let uid = required_uid(request.uid.as_deref())?;
+    if let Some(TypeView { api_version, kind: object_kind }) = &request.object {
+        check_type(api_version.as_deref(), object_kind.as_deref(), kind)?;
+    }
+    let response = allow_response(uid);
+    let operation = request.operation.as_deref().unwrap_or_default();
+    if !kind.delivered_on(operation) || request.object.is_none() {
+        return Ok((Outcome::ignored, response));
+    }
+    if request.dry_run == Some(true) {
+        state.metrics.dry_run_ignored();
+        return Ok((Outcome::dry_run, response));
+    }
+    match kind {
+        ObjectKind::Deployment => {
+            deliver::<Deployment>(state, body.clone(), |handler, object| handler.deployment_created(object))
+        }
+        ObjectKind::Pdb | ObjectKind::Eviction => {
+            deliver::<PodDisruptionBudget>(state, body.clone(), |handler, object| handler.pdb_written(object))
+        }
+    }
+    Ok((Outcome::allowed, response))
+}
+
+/// Decodes the full object and calls the handler on a spawned task, off the request path.
+fn deliver<T: DeserializeOwned + Send + 'static>(
+    state: &Shared,
+    body: Bytes,
+    hand_over: fn(&dyn AdmissionHandler, T),
+) {
+    let handler = Arc::clone(&state.handler);
+    let metrics = state.metrics.clone();
+    tokio::spawn(async move {
+        match serde_json::from_slice::<FullEnvelope<T>>(&body) {
+            Ok(review) => hand_over(handler.as_ref(), review.request.object),
+            Err(error) => {
+                metrics.object_undecodable();
+                tracing::warn!(%error, "admitted object could not be decoded for the handler");
+            }
+        }
+    });
+}
+
+/// Checks the content type and reads at most [`MAX_BODY_BYTES`].
+async fn read_body(request: Request) -> Result<Bytes, Rejection> {
+    let content_type = request.headers().get(CONTENT_TYPE);
+    if !content_type.is_some_and(is_json) {
+        let got = content_type.map_or(Cow::Borrowed("no Content-Type"), |v| {
+            Cow::Owned(format!("{:?}", String::from_utf8_lossy(v.as_bytes())))
+        });
+        return Err(Rejection {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            outcome: Outcome::wrong_content_type,
+            reason: format!("content type must be application/json, got {got}"),
+        });
+    }
+    let too_large = || Rejection {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        outcome: Outcome::too_large,
+        reason: format!("request body is larger than {MAX_BODY_BYTES} bytes"),
+    };
+    let declared = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(request.into_body(), MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(error) => {
+            Err(Rejection::bad_request(Outcome::body_error, format!("cannot read the request body: {error}")))
+        }
+    }
+}
+
+fn is_json(value: &HeaderValue) -> bool {
+    let Ok(value) = value.to_str() else { return false };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+fn decode<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Rejection> {
+    serde_json::from_slice(body).map_err(|error| match error.classify() {
+        serde_json::error::Category::Data => {
+            Rejection::bad_request(Outcome::malformed, format!("body is not an AdmissionReview: {error}"))
+        }
+        _ => Rejection::bad_request(Outcome::not_json, format!("body is not JSON: {error}")),
+    })
+}
+
+/// Checks the envelope type and returns the request.
+fn checked_request<R>(
+    api_version: Option<Cow<'_, str>>,
+    kind: Option<Cow<'_, str>>,
+    request: Option<R>,
+) -> Result<R, Rejection> {
+    let api_version = api_version.unwrap_or_default();
+    let kind = kind.unwrap_or_default();
+    if api_version != REVIEW_API_VERSION || kind != REVIEW_KIND {
+        return Err(Rejection::bad_request(
+            Outcome::wrong_type,
+            format!(
+                "expected {REVIEW_API_VERSION} {REVIEW_KIND}, got apiVersion {api_version:?} kind {kind:?}"
+            ),
+        ));
+    }
+    request.ok_or_else(|| Rejection::bad_request(Outcome::missing_request, "AdmissionReview has no request"))
+}
+
+fn required_uid(uid: Option<&str>) -> Result<&str, Rejection> {
+    uid.filter(|uid| !uid.is_empty())
+        .ok_or_else(|| Rejection::bad_request(Outcome::missing_uid, "request.uid is missing"))
+}
+
+/// Rejects an object whose declared type is not the endpoint's (a misregistered webhook).
+fn check_type(api_version: Option<&str>, kind: Option<&str>, expected: ObjectKind) -> Result<(), Rejection> {
+    let (Some(api_version), Some(kind)) = (api_version, kind) else { return Ok(()) };
+    if expected.accepts(api_version, kind) {
+        return Ok(());
+    }
+    Err(Rejection::bad_request(
+        Outcome::wrong_object,
+        format!("request.object is {api_version} {kind}, expected {}", expected.expected()),
+    ))
+}
+
+fn non_empty<'a>(value: Option<&'a Cow<'_, str>>) -> Option<&'a str> {
+    value.map(|v| v.as_ref()).filter(|v| !v.is_empty())
+}
