@@ -1,0 +1,211 @@
+//! DELETE and DELETE-collection: preconditions, admission, finalizers, graceful pod
+//! termination (opt-in) and namespace content removal.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::Cluster;
+use super::hooks::{AdmissionRequest, Operation};
+use super::options::{DeleteOptions, DeleteOutcome, Gvr};
+use crate::error::ApiError;
+use crate::meta::{meta_mut, meta_str, now_rfc3339};
+use crate::resources::ResourceInfo;
+use crate::store::{Mutation, object_rv};
+
+const MAX_RETRIES: usize = 16;
+
+impl Cluster {
+    /// DELETE. Objects with finalizers get `deletionTimestamp` and stay until the last
+    /// finalizer is removed by an update.
+    pub async fn delete(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let info = self.resource(gvr)?;
+        let ns = Self::check_namespace_arg(&info, namespace)?;
+        let outcome = self.delete_checked(&info, &ns, name, opts).await?;
+        Ok(match outcome {
+            DeleteOutcome::Deleted(o) => DeleteOutcome::Deleted(Self::served_form(&info, o)),
+            DeleteOutcome::Terminating(o) => DeleteOutcome::Terminating(Self::served_form(&info, o)),
+        })
+    }
+
+    pub(crate) async fn delete_checked(
+        &self,
+        info: &Arc<ResourceInfo>,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let key = info.storage_key();
+        for _ in 0..MAX_RETRIES {
+            let current = self
+                .store()
+                .get(&key, ns, name)
+                .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+            let uid = meta_str(&current, "uid");
+            let storage_error = |detail: String| {
+                let gr = info.group_resource();
+                ApiError::conflict(
+                    &info.group,
+                    &info.plural,
+                    name,
+                    &format!(
+                        "StorageError: invalid object, Code: 4, Key: /registry/{gr}/{ns}/{name}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {detail}"
+                    ),
+                )
+            };
+            if let Some(want) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty())
+                && want != uid
+            {
+                return Err(storage_error(format!("UID in precondition: {want}, UID in object meta: {uid}")));
+            }
+            let have = meta_str(&current, "resourceVersion");
+            if let Some(want) = opts.precondition_resource_version.as_deref().filter(|r| !r.is_empty())
+                && want != have
+            {
+                return Err(storage_error(format!(
+                    "ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"
+                )));
+            }
+            let mut options = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
+            if opts.dry_run {
+                options["dryRun"] = json!(["All"]);
+            }
+            if let Some(p) = &opts.propagation_policy {
+                options["propagationPolicy"] = json!(p);
+            }
+            self.admit_validate(
+                AdmissionRequest {
+                    resource: info.clone(),
+                    subresource: None,
+                    operation: Operation::Delete,
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                    object: None,
+                    old_object: Some((*current).clone()),
+                    dry_run: opts.dry_run,
+                    options,
+                },
+                opts.skip_admission,
+            )
+            .await?;
+            let mut finalizers: Vec<Value> =
+                current["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+            if self.config().deletion_finalizers && current["metadata"]["deletionTimestamp"].is_null() {
+                let extra = match opts.propagation_policy.as_deref() {
+                    Some("Foreground") => Some("foregroundDeletion"),
+                    Some("Orphan") => Some("orphan"),
+                    _ => None,
+                };
+                if let Some(f) = extra.filter(|f| !finalizers.iter().any(|x| x == f)) {
+                    finalizers.push(json!(f));
+                }
+            }
+            let grace = self.pod_grace_period(info, &current, opts);
+            if grace > 0 && !current["metadata"]["deletionTimestamp"].is_null() {
+                // Already terminating; only a zero grace period (the kubelet) removes it.
+                return Ok(DeleteOutcome::Terminating(current));
+            }
+            if !finalizers.is_empty() || grace > 0 {
+                if (!current["metadata"]["deletionTimestamp"].is_null() && !finalizers.is_empty())
+                    || opts.dry_run
+                {
+                    return Ok(DeleteOutcome::Terminating(current));
+                }
+                let mut marked = (*current).clone();
+                let meta = meta_mut(&mut marked);
+                meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), json!(grace.max(0)));
+                if !finalizers.is_empty() {
+                    meta.insert("finalizers".into(), Value::Array(finalizers));
+                }
+                let expected_rv = object_rv(&current);
+                match self.store().commit(Mutation::Update { key: key.clone(), object: marked, expected_rv })
+                {
+                    Ok(stored) => return Ok(DeleteOutcome::Terminating(stored)),
+                    Err(_) => continue,
+                }
+            }
+            if opts.dry_run {
+                return Ok(DeleteOutcome::Deleted(current));
+            }
+            let mutation = Mutation::Delete {
+                key: key.clone(),
+                namespace: ns.to_string(),
+                name: name.to_string(),
+                expected_rv: object_rv(&current),
+            };
+            match self.store().commit(mutation) {
+                Ok(last) => {
+                    self.after_write(info, &last, true);
+                    if info.group.is_empty() && info.plural == "namespaces" {
+                        self.delete_namespace_content(name).await;
+                    }
+                    return Ok(DeleteOutcome::Deleted(last));
+                }
+                Err(_) => continue,
+            }
+        }
+        Err(ApiError::conflict(&info.group, &info.plural, name, crate::error::OPTIMISTIC_LOCK_MSG))
+    }
+
+    /// The grace period a Pod delete waits for (0 = remove now). Only with
+    /// `graceful_pod_deletion`, for pods bound to a node.
+    fn pod_grace_period(&self, info: &ResourceInfo, pod: &Value, opts: &DeleteOptions) -> i64 {
+        if !self.config().graceful_pod_deletion || !info.group.is_empty() || info.plural != "pods" {
+            return 0;
+        }
+        if pod["spec"]["nodeName"].as_str().unwrap_or_default().is_empty() {
+            return 0;
+        }
+        opts.grace_period_seconds
+            .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
+            .unwrap_or(30)
+    }
+
+    /// Namespace deletion removes its content at once (no namespace controller in part 1).
+    fn delete_namespace_content<'a>(&'a self, ns: &'a str) -> futures::future::BoxFuture<'a, ()> {
+        Box::pin(self.delete_namespace_content_inner(ns))
+    }
+
+    async fn delete_namespace_content_inner(&self, ns: &str) {
+        let mut seen = std::collections::HashSet::new();
+        for info in self.catalogue().all().into_iter().filter(|r| r.namespaced) {
+            if !seen.insert(info.storage_key()) {
+                continue;
+            }
+            let page = self.store().list(&info.storage_key(), Some(ns), None, 0, &|_| true);
+            for object in page.items {
+                let opts = DeleteOptions { skip_admission: true, ..DeleteOptions::default() };
+                let _ = self.delete_checked(&info, ns, meta_str(&object, "name"), &opts).await;
+            }
+        }
+    }
+
+    /// DELETE collection: deletes every object the list options select; returns them.
+    pub async fn delete_collection(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        list: &super::ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Arc<Value>>, ApiError> {
+        let info = self.resource(gvr)?;
+        let listed = self.list(gvr, namespace, list)?;
+        let mut out = Vec::new();
+        for object in listed.items {
+            let ns = meta_str(&object, "namespace").to_string();
+            match self.delete_checked(&info, &ns, meta_str(&object, "name"), opts).await {
+                Ok(outcome) => out.push(Self::served_form(&info, outcome.object().clone())),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+}

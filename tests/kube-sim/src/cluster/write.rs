@@ -1,0 +1,627 @@
+//! The write pipeline (create, update, patch, delete) in the upstream order:
+//! decode/default → mutating admission → system fields → validation → validating admission →
+//! persist (k8s-semantics §0.3).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::Cluster;
+use super::hooks::{AdmissionRequest, Operation};
+use super::options::{Gvr, WriteOptions};
+use super::scale::{apply_scale, to_scale};
+use crate::error::ApiError;
+use crate::meta::{meta_mut, meta_str, new_uid, now_rfc3339, random_suffix};
+use crate::patch::{PatchError, PatchType, apply_patch};
+use crate::resources::{ResourceInfo, crd_resources};
+use crate::store::{CommitError, Mutation, object_rv};
+
+const MAX_RETRIES: usize = 16;
+
+/// The subresource a write targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    Main,
+    Status,
+    Scale,
+}
+
+impl Target {
+    fn parse(info: &ResourceInfo, sub: Option<&str>) -> Result<Self, ApiError> {
+        match sub {
+            None | Some("") => Ok(Self::Main),
+            Some("status") if info.status => Ok(Self::Status),
+            Some("scale") if info.scale.is_some() => Ok(Self::Scale),
+            Some(_) => Err(ApiError::no_route()),
+        }
+    }
+    fn name(self) -> Option<String> {
+        match self {
+            Self::Main => None,
+            Self::Status => Some("status".into()),
+            Self::Scale => Some("scale".into()),
+        }
+    }
+}
+
+/// An update attempt failed because the object changed meanwhile; retry from a fresh read.
+enum Attempt<T> {
+    Done(T),
+    Retry,
+}
+
+fn patch_error(e: PatchError) -> ApiError {
+    match e {
+        PatchError::BadRequest(m) => ApiError::bad_request(m),
+        PatchError::Unprocessable(m) => {
+            ApiError { code: 422, reason: "Invalid".into(), message: m, details: None }
+        }
+        PatchError::UnsupportedMediaType(m) => ApiError::unsupported_media_type(m),
+    }
+}
+
+fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> Result<(), ApiError> {
+    if !object.is_object() {
+        return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+    }
+    let expected = info.api_version();
+    match object["apiVersion"].as_str() {
+        None | Some("") => object["apiVersion"] = json!(expected),
+        Some(v) if v == expected => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({expected})"
+            )));
+        }
+    }
+    match object["kind"].as_str() {
+        None | Some("") => object["kind"] = json!(info.kind),
+        Some(k) if k == info.kind => {}
+        Some(k) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                info.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn strip_server_fields(object: &mut Value) {
+    let meta = meta_mut(object);
+    for f in [
+        "managedFields",
+        "selfLink",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        meta.remove(f);
+    }
+}
+
+fn initial_status(info: &ResourceInfo) -> Option<Value> {
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods") => Some(json!({"phase": "Pending"})),
+        ("", "namespaces") => Some(json!({"phase": "Active"})),
+        ("policy", "poddisruptionbudgets") => Some(
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+        ),
+        _ if info.status => None,
+        _ => None,
+    }
+}
+
+/// Whether the change from `old` to `new` bumps `metadata.generation`.
+fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
+    if !info.builtin {
+        let strip = |v: &Value| {
+            let mut c = v.as_object().cloned().unwrap_or_default();
+            c.remove("metadata");
+            c.remove("status");
+            c
+        };
+        return strip(old) != strip(new);
+    }
+    if info.plural == "deployments" && old["metadata"]["annotations"] != new["metadata"]["annotations"] {
+        return true;
+    }
+    old["spec"] != new["spec"]
+}
+
+impl Cluster {
+    fn options_json(opts: &WriteOptions, kind: &str) -> Value {
+        let mut o = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+        if opts.dry_run {
+            o["dryRun"] = json!(["All"]);
+        }
+        if let Some(fm) = &opts.field_manager {
+            o["fieldManager"] = json!(fm);
+        }
+        o
+    }
+
+    async fn admit(&self, request: AdmissionRequest, object: &mut Value, skip: bool) -> Result<(), ApiError> {
+        if skip {
+            return Ok(());
+        }
+        let Some(hook) = self.admission_hook() else { return Ok(()) };
+        let mut request = request;
+        request.object = Some(object.clone());
+        if let Some(mutated) = hook.mutate(&request).await? {
+            *object = mutated;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn admit_validate(&self, request: AdmissionRequest, skip: bool) -> Result<(), ApiError> {
+        if skip {
+            return Ok(());
+        }
+        match self.admission_hook() {
+            Some(hook) => hook.validate(&request).await,
+            None => Ok(()),
+        }
+    }
+
+    fn check_namespace_exists(&self, info: &ResourceInfo, ns: &str, name: &str) -> Result<(), ApiError> {
+        let key = crate::resources::StorageKey { group: String::new(), plural: "namespaces".into() };
+        match self.store().get(&key, "", ns) {
+            None => Err(ApiError::not_found("", "namespaces", ns)),
+            Some(n) if !n["metadata"]["deletionTimestamp"].is_null() => {
+                let mut err = ApiError::forbidden(
+                    &info.group,
+                    &info.plural,
+                    name,
+                    &format!("unable to create new content in namespace {ns} because it is being terminated"),
+                );
+                if let Some(Value::Object(d)) = err.details.as_mut() {
+                    d.insert("causes".into(), json!([{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]));
+                }
+                Err(err)
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// CREATE. `namespace` is the request's namespace (required for namespaced resources).
+    pub async fn create(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        object: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
+        let info = self.resource(gvr)?;
+        let mut object = object;
+        check_type_meta(&info, &mut object)?;
+        let created = self.create_checked(&info, namespace, object, opts).await?;
+        Ok(Self::served_form(&info, created))
+    }
+
+    async fn create_checked(
+        &self,
+        info: &Arc<ResourceInfo>,
+        namespace: Option<&str>,
+        mut object: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
+        if info.group == "events.k8s.io" {
+            object = crate::event_mapping::to_core(&object);
+        }
+        let ns = if info.namespaced {
+            let body_ns = meta_str(&object, "namespace").to_string();
+            let ns = match namespace.filter(|n| !n.is_empty()) {
+                Some(n) => n.to_string(),
+                None if !body_ns.is_empty() => body_ns.clone(),
+                None => "default".to_string(),
+            };
+            if !body_ns.is_empty() && body_ns != ns {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            meta_mut(&mut object).insert("namespace".into(), json!(ns));
+            ns
+        } else {
+            meta_mut(&mut object).remove("namespace");
+            String::new()
+        };
+        match meta_str(&object, "resourceVersion") {
+            "" => {}
+            rv if rv.parse::<u64>().is_ok() => {
+                return Err(ApiError::plain_internal(
+                    "resourceVersion should not be set on objects to be created",
+                ));
+            }
+            _ => {
+                meta_mut(&mut object).remove("resourceVersion");
+            }
+        }
+        let requested_name = meta_str(&object, "name").to_string();
+        if info.namespaced {
+            self.check_namespace_exists(info, &ns, &requested_name)?;
+        }
+        crate::defaults::apply(&info.storage_group, &info.plural, &mut object);
+        strip_server_fields(&mut object);
+        if !opts.keep_status
+            && let Value::Object(m) = &mut object
+        {
+            if info.status {
+                m.remove("status");
+            }
+            if let Some(status) = initial_status(info) {
+                m.insert("status".into(), status);
+            }
+        }
+        let request = AdmissionRequest {
+            resource: info.clone(),
+            subresource: None,
+            operation: Operation::Create,
+            namespace: ns.clone(),
+            name: requested_name.clone(),
+            object: None,
+            old_object: None,
+            dry_run: opts.dry_run,
+            options: Self::options_json(opts, "CreateOptions"),
+        };
+        self.admit(request.clone(), &mut object, opts.skip_admission).await?;
+        // System fields (registry BeforeCreate / PrepareForCreate).
+        let generate_name = meta_str(&object, "generateName").to_string();
+        let meta = meta_mut(&mut object);
+        if meta.get("name").and_then(Value::as_str).unwrap_or_default().is_empty()
+            && !generate_name.is_empty()
+        {
+            meta.insert("name".into(), json!(format!("{generate_name}{}", random_suffix())));
+        }
+        meta.insert("uid".into(), json!(new_uid()));
+        meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+        if info.tracks_generation {
+            meta.insert("generation".into(), json!(1));
+        }
+        crate::validation::validate(info, &object, None)?;
+        let name = meta_str(&object, "name").to_string();
+        let mut validating = request;
+        validating.name = name.clone();
+        validating.object = Some(object.clone());
+        self.admit_validate(validating, opts.skip_admission).await?;
+        if opts.dry_run {
+            return Ok(Arc::new(object));
+        }
+        let stored = self
+            .store()
+            .commit(Mutation::Create { key: info.storage_key(), object })
+            .map_err(|_| ApiError::already_exists(&info.group, &info.plural, &name))?;
+        self.after_write(info, &stored, false);
+        Ok(stored)
+    }
+
+    /// Keeps the catalogue in step with CRD objects.
+    pub(super) fn after_write(&self, info: &ResourceInfo, object: &Value, deleted: bool) {
+        if info.group != "apiextensions.k8s.io" || info.plural != "customresourcedefinitions" {
+            return;
+        }
+        let group = object["spec"]["group"].as_str().unwrap_or_default();
+        let plural = object["spec"]["names"]["plural"].as_str().unwrap_or_default();
+        self.catalogue().remove_custom(group, plural);
+        if !deleted {
+            for r in crd_resources(object) {
+                self.catalogue().upsert(r);
+            }
+        }
+    }
+
+    /// UPDATE (PUT) of the object or of its `status`/`scale` subresource. For `scale` the body
+    /// and the answer are `autoscaling/v1 Scale`.
+    pub async fn update(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
+        let info = self.resource(gvr)?;
+        let ns = Self::check_namespace_arg(&info, namespace)?;
+        let target = Target::parse(&info, subresource)?;
+        let mut body = body;
+        if target == Target::Scale {
+            crate::validation::validate_scale(name, &body)?;
+        } else {
+            check_type_meta(&info, &mut body)?;
+            if info.group == "events.k8s.io" {
+                body = crate::event_mapping::to_core(&body);
+            }
+            let body_name = meta_str(&body, "name");
+            if !body_name.is_empty() && body_name != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
+                )));
+            }
+            let body_ns = meta_str(&body, "namespace");
+            if info.namespaced && !body_ns.is_empty() && body_ns != ns {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+        let precondition: Option<u64> = match meta_str(&body, "resourceVersion") {
+            "" => None,
+            rv => Some(
+                rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+            ),
+        };
+        if precondition.is_none() && !info.allow_unconditional_update {
+            return Err(ApiError::invalid(
+                &info.group_resource(),
+                &info.group,
+                &info.group_resource(),
+                name,
+                &[crate::error::FieldError::invalid(
+                    "metadata.resourceVersion",
+                    "0x0",
+                    "must be specified for an update",
+                )],
+            ));
+        }
+        let body_uid = meta_str(&body, "uid").to_string();
+        let result = self
+            .guaranteed_update(&info, &ns, name, target, opts, |current| {
+                if let Some(rv) = precondition
+                    && object_rv(current) != rv
+                {
+                    return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
+                }
+                let current_uid = meta_str(current, "uid");
+                if !body_uid.is_empty() && body_uid != current_uid {
+                    return Err(ApiError::conflict(
+                        &info.group,
+                        &info.plural,
+                        name,
+                        &format!("Precondition failed: UID in precondition: {body_uid}, UID in object meta: {current_uid}"),
+                    ));
+                }
+                match (target, &info.scale) {
+                    (Target::Scale, Some(paths)) => Ok(apply_scale(paths, current, &body)),
+                    _ => Ok(body.clone()),
+                }
+            })
+            .await?;
+        Ok(self.answer_form(&info, target, result))
+    }
+
+    fn answer_form(&self, info: &ResourceInfo, target: Target, object: Arc<Value>) -> Arc<Value> {
+        match (target, &info.scale) {
+            (Target::Scale, Some(paths)) => Arc::new(to_scale(paths, &object)),
+            _ => Self::served_form(info, object),
+        }
+    }
+
+    /// GET of the `scale` or `status` subresource.
+    pub fn get_subresource(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: &str,
+    ) -> Result<Arc<Value>, ApiError> {
+        let info = self.resource(gvr)?;
+        let target = Target::parse(&info, Some(subresource))?;
+        let object = self.get(gvr, namespace, name)?;
+        Ok(self.answer_form(&info, target, object))
+    }
+
+    /// PATCH of the object or a subresource. Returns the answer and whether it created the
+    /// object (server-side apply of a missing object → 201).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn patch(
+        &self,
+        gvr: &Gvr,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        patch_type: PatchType,
+        patch: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<(Arc<Value>, bool), ApiError> {
+        let info = self.resource(gvr)?;
+        let ns = Self::check_namespace_arg(&info, namespace)?;
+        let target = Target::parse(&info, subresource)?;
+        let key = info.storage_key();
+        if target == Target::Main
+            && patch_type == PatchType::Apply
+            && self.store().get(&key, &ns, name).is_none()
+        {
+            let empty = json!({});
+            let mut object =
+                apply_patch(&info.api_version(), &info.kind, info.builtin, &empty, patch_type, patch)
+                    .map_err(patch_error)?;
+            check_type_meta(&info, &mut object)?;
+            let meta = meta_mut(&mut object);
+            meta.insert("name".into(), json!(name));
+            let created = self
+                .create_checked(&info, Some(&ns).filter(|n| !n.is_empty()).map(|n| n.as_str()), object, opts)
+                .await?;
+            return Ok((Self::served_form(&info, created), true));
+        }
+        let result = self
+            .guaranteed_update(&info, &ns, name, target, opts, |current| {
+                let served = Self::served_form(&info, current.clone());
+                match (target, &info.scale) {
+                    (Target::Scale, Some(paths)) => {
+                        let scale = to_scale(paths, current);
+                        let patched = apply_patch("autoscaling/v1", "Scale", true, &scale, patch_type, patch)
+                            .map_err(patch_error)?;
+                        if object_rv(&patched) != object_rv(current) {
+                            return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
+                        }
+                        crate::validation::validate_scale(name, &patched)?;
+                        Ok(apply_scale(paths, current, &patched))
+                    }
+                    _ => {
+                        let mut patched = apply_patch(
+                            &info.api_version(),
+                            &info.kind,
+                            info.builtin,
+                            &served,
+                            patch_type,
+                            patch,
+                        )
+                        .map_err(patch_error)?;
+                        if object_rv(&patched) != object_rv(current) {
+                            return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
+                        }
+                        if info.group == "events.k8s.io" {
+                            patched = crate::event_mapping::to_core(&patched);
+                        }
+                        Ok(patched)
+                    }
+                }
+            })
+            .await?;
+        Ok((self.answer_form(&info, target, result), false))
+    }
+
+    /// Read-modify-write with retries on concurrent changes (upstream `GuaranteedUpdate`).
+    /// `build` turns the current object into the requested new one (before status/spec
+    /// separation and system fields).
+    async fn guaranteed_update(
+        &self,
+        info: &Arc<ResourceInfo>,
+        ns: &str,
+        name: &str,
+        target: Target,
+        opts: &WriteOptions,
+        mut build: impl FnMut(&Arc<Value>) -> Result<Value, ApiError>,
+    ) -> Result<Arc<Value>, ApiError> {
+        for _ in 0..MAX_RETRIES {
+            let current = self
+                .store()
+                .get(&info.storage_key(), ns, name)
+                .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+            let requested = build(&current)?;
+            match self.finish_update(info, target, &current, requested, opts).await? {
+                Attempt::Done(v) => return Ok(v),
+                Attempt::Retry => continue,
+            }
+        }
+        Err(ApiError::conflict(&info.group, &info.plural, name, crate::error::OPTIMISTIC_LOCK_MSG))
+    }
+
+    async fn finish_update(
+        &self,
+        info: &Arc<ResourceInfo>,
+        target: Target,
+        current: &Arc<Value>,
+        requested: Value,
+        opts: &WriteOptions,
+    ) -> Result<Attempt<Arc<Value>>, ApiError> {
+        let mut new = match target {
+            Target::Status => {
+                let mut n = (**current).clone();
+                n["status"] = requested.get("status").cloned().unwrap_or(Value::Null);
+                if n["status"].is_null()
+                    && let Value::Object(m) = &mut n
+                {
+                    m.remove("status");
+                }
+                n
+            }
+            Target::Main | Target::Scale => {
+                let mut n = requested;
+                if info.status && !opts.keep_status {
+                    match current.get("status") {
+                        Some(s) => n["status"] = s.clone(),
+                        None => {
+                            if let Value::Object(m) = &mut n {
+                                m.remove("status");
+                            }
+                        }
+                    }
+                }
+                crate::defaults::apply(&info.storage_group, &info.plural, &mut n);
+                n
+            }
+        };
+        if !new.is_object() {
+            return Err(ApiError::bad_request("the body of the request was not a JSON object"));
+        }
+        // Fields the client cannot change.
+        new["apiVersion"] = current["apiVersion"].clone();
+        new["kind"] = current["kind"].clone();
+        let cur_meta = &current["metadata"];
+        let meta = meta_mut(&mut new);
+        meta.remove("managedFields");
+        meta.remove("selfLink");
+        for f in [
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "resourceVersion",
+        ] {
+            match cur_meta.get(f) {
+                Some(v) => meta.insert(f.into(), v.clone()),
+                None => meta.remove(f),
+            };
+        }
+        let request = AdmissionRequest {
+            resource: info.clone(),
+            subresource: target.name(),
+            operation: Operation::Update,
+            namespace: meta_str(current, "namespace").to_string(),
+            name: meta_str(current, "name").to_string(),
+            object: None,
+            old_object: Some((**current).clone()),
+            dry_run: opts.dry_run,
+            options: Self::options_json(opts, "UpdateOptions"),
+        };
+        self.admit(request.clone(), &mut new, opts.skip_admission).await?;
+        if info.tracks_generation && generation_changes(info, current, &new) {
+            let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            meta_mut(&mut new).insert("generation".into(), json!(generation));
+        }
+        crate::validation::validate(info, &new, Some(current))?;
+        let mut validating = request;
+        validating.object = Some(new.clone());
+        self.admit_validate(validating, opts.skip_admission).await?;
+        if new == **current {
+            return Ok(Attempt::Done(current.clone()));
+        }
+        if opts.dry_run {
+            return Ok(Attempt::Done(Arc::new(new)));
+        }
+        let expected_rv = object_rv(current);
+        // Removing the last finalizer completes a deletion whose grace period is over.
+        let finalized = !new["metadata"]["deletionTimestamp"].is_null()
+            && new["metadata"]["finalizers"].as_array().is_none_or(|f| f.is_empty())
+            && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0;
+        let mutation = if finalized {
+            Mutation::Delete {
+                key: info.storage_key(),
+                namespace: meta_str(current, "namespace").to_string(),
+                name: meta_str(current, "name").to_string(),
+                expected_rv,
+            }
+        } else {
+            Mutation::Update { key: info.storage_key(), object: new, expected_rv }
+        };
+        match self.store().commit(mutation) {
+            Ok(stored) => {
+                self.after_write(info, &stored, finalized);
+                Ok(Attempt::Done(stored))
+            }
+            Err(CommitError::Conflict) => Ok(Attempt::Retry),
+            Err(CommitError::NotFound) => {
+                Err(ApiError::not_found(&info.group, &info.plural, meta_str(current, "name")))
+            }
+            Err(CommitError::AlreadyExists) => Ok(Attempt::Retry),
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Resource requests: maps HTTP method + path + query onto the in-process API.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::Response;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use super::respond;
+use super::route::ResourcePath;
+use crate::cluster::{
+    Cluster, DeleteOptions, DeleteOutcome, Gvr, ListOptions, SubresourceRequest, WatchEventType,
+    WatchOptions, WriteOptions,
+};
+use crate::error::ApiError;
+use crate::patch::PatchType;
+
+const MAX_BODY: usize = 256 * 1024 * 1024;
+
+fn param<'a>(params: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    params.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+fn flag(params: &[(String, String)], key: &str) -> bool {
+    matches!(param(params, key), Some("true" | "1"))
+}
+
+/// The Kubernetes verb of a resource request.
+pub fn verb(method: &str, rp: &ResourcePath, params: &[(String, String)]) -> &'static str {
+    match (method, rp.name.is_some()) {
+        ("GET", false) if flag(params, "watch") => "watch",
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", false) => "deletecollection",
+        ("DELETE", true) => "delete",
+        _ => "unknown",
+    }
+}
+
+fn write_options(params: &[(String, String)]) -> WriteOptions {
+    WriteOptions {
+        dry_run: param(params, "dryRun") == Some("All"),
+        field_manager: param(params, "fieldManager").map(String::from),
+        force: flag(params, "force"),
+        skip_admission: false,
+        keep_status: false,
+    }
+}
+
+fn list_options(params: &[(String, String)]) -> ListOptions {
+    ListOptions {
+        label_selector: param(params, "labelSelector").map(String::from),
+        field_selector: param(params, "fieldSelector").map(String::from),
+        limit: param(params, "limit").and_then(|l| l.parse().ok()).unwrap_or(0),
+        continue_token: param(params, "continue").map(String::from),
+        resource_version: param(params, "resourceVersion").map(String::from),
+        resource_version_match: param(params, "resourceVersionMatch").map(String::from),
+    }
+}
+
+/// Decodes a request body by content type (JSON, YAML, protobuf).
+fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    if body.is_empty() {
+        return Ok(Value::Null);
+    }
+    let ct = content_type.split(';').next().unwrap_or_default().trim();
+    match ct {
+        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(body)
+            .map_err(|e| ApiError::bad_request(format!("unable to decode protobuf body: {e}"))),
+        "application/yaml" | "application/apply-patch+yaml" => {
+            let text = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+            serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+        }
+        _ => serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))),
+    }
+}
+
+fn object_response(
+    code: u16,
+    object: &Arc<Value>,
+    info: &crate::resources::ResourceInfo,
+    accept: &str,
+    params: &[(String, String)],
+) -> Response<Body> {
+    if respond::wants_table(accept) {
+        let include = param(params, "includeObject").unwrap_or("Metadata");
+        return respond::table(info, json!({"resourceVersion": ""}), std::slice::from_ref(object), include);
+    }
+    respond::json(code, object)
+}
+
+/// Handles one resource request.
+pub async fn handle(
+    cluster: &Cluster,
+    rp: ResourcePath,
+    method: &str,
+    params: &[(String, String)],
+    accept: &str,
+    content_type: &str,
+    body: Body,
+) -> Response<Body> {
+    match handle_inner(cluster, rp, method, params, accept, content_type, body).await {
+        Ok(resp) => resp,
+        Err(err) => respond::error(&err),
+    }
+}
+
+async fn handle_inner(
+    cluster: &Cluster,
+    rp: ResourcePath,
+    method: &str,
+    params: &[(String, String)],
+    accept: &str,
+    content_type: &str,
+    body: Body,
+) -> Result<Response<Body>, ApiError> {
+    let gvr = Gvr::new(&rp.group, &rp.version, &rp.plural);
+    let info = cluster.resource(&gvr)?;
+    if info.namespaced && rp.namespace.is_none() && rp.name.is_some() {
+        return Err(ApiError::no_route());
+    }
+    let ns = rp.namespace.as_deref();
+    let body = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
+    let sub = rp.subresource.as_deref();
+    if let (Some(name), Some(sub_name)) = (rp.name.as_deref(), sub)
+        && sub_name != "status"
+        && sub_name != "scale"
+    {
+        {
+            let handler = cluster
+                .subresource_handler(&info.group, &info.plural, sub_name)
+                .ok_or_else(ApiError::no_route)?;
+            let request = SubresourceRequest {
+                resource: info.clone(),
+                subresource: sub_name.to_string(),
+                method: method.to_string(),
+                namespace: ns.unwrap_or_default().to_string(),
+                name: name.to_string(),
+                body: decode_body(content_type, &body)?,
+                dry_run: param(params, "dryRun") == Some("All"),
+            };
+            let (code, value) = handler.handle(cluster, request).await?;
+            return Ok(respond::json(code, &value));
+        }
+    }
+    match (verb(method, &rp, params), rp.name.as_deref()) {
+        ("list", _) => {
+            let result = cluster.list(&gvr, ns, &list_options(params))?;
+            if respond::wants_table(accept) {
+                return Ok(respond::list_table(
+                    &info,
+                    &result,
+                    param(params, "includeObject").unwrap_or("Metadata"),
+                ));
+            }
+            Ok(respond::list(&info, &result))
+        }
+        ("watch", _) => watch(cluster, &gvr, ns, params, accept),
+        ("get", Some(name)) => {
+            let object = match sub {
+                Some(s) => cluster.get_subresource(&gvr, ns, name, s)?,
+                None => cluster.get(&gvr, ns, name)?,
+            };
+            Ok(object_response(200, &object, &info, accept, params))
+        }
+        ("create", None) => {
+            let object = decode_body(content_type, &body)?;
+            let created = cluster.create(&gvr, ns, object, &write_options(params)).await?;
+            Ok(respond::json(201, &created))
+        }
+        ("update", Some(name)) => {
+            let object = decode_body(content_type, &body)?;
+            let updated = cluster.update(&gvr, ns, name, sub, object, &write_options(params)).await?;
+            Ok(respond::json(200, &updated))
+        }
+        ("patch", Some(name)) => {
+            let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
+                ApiError::unsupported_media_type(format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type})"
+                ))
+            })?;
+            let (object, created) =
+                cluster.patch(&gvr, ns, name, sub, patch_type, &body, &write_options(params)).await?;
+            Ok(respond::json(if created { 201 } else { 200 }, &object))
+        }
+        ("delete", Some(name)) => {
+            let mut opts = DeleteOptions::from_json(&decode_body(content_type, &body)?);
+            opts.dry_run |= param(params, "dryRun") == Some("All");
+            if let Some(g) = param(params, "gracePeriodSeconds").and_then(|g| g.parse().ok()) {
+                opts.grace_period_seconds = Some(g);
+            }
+            if let Some(p) = param(params, "propagationPolicy") {
+                opts.propagation_policy = Some(p.to_string());
+            }
+            let outcome = cluster.delete(&gvr, ns, name, &opts).await?;
+            let code = match outcome {
+                DeleteOutcome::Deleted(_) => 200,
+                DeleteOutcome::Terminating(_) => 200,
+            };
+            Ok(respond::json(code, outcome.object()))
+        }
+        ("deletecollection", None) => {
+            let mut opts = DeleteOptions::from_json(&decode_body(content_type, &body)?);
+            opts.dry_run |= param(params, "dryRun") == Some("All");
+            let deleted = cluster.delete_collection(&gvr, ns, &list_options(params), &opts).await?;
+            let result = crate::cluster::ListResult {
+                resource_version: cluster.resource_version(),
+                items: deleted,
+                continue_token: None,
+                remaining_item_count: None,
+            };
+            Ok(respond::list(&info, &result))
+        }
+        _ => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({method})"
+        ))),
+    }
+}
+
+fn watch(
+    cluster: &Cluster,
+    gvr: &Gvr,
+    ns: Option<&str>,
+    params: &[(String, String)],
+    accept: &str,
+) -> Result<Response<Body>, ApiError> {
+    let opts = WatchOptions {
+        label_selector: param(params, "labelSelector").map(String::from),
+        field_selector: param(params, "fieldSelector").map(String::from),
+        resource_version: param(params, "resourceVersion").map(String::from),
+        allow_bookmarks: flag(params, "allowWatchBookmarks"),
+        send_initial_events: flag(params, "sendInitialEvents"),
+        timeout: param(params, "timeoutSeconds").and_then(|t| t.parse().ok()).map(Duration::from_secs),
+    };
+    let info = cluster.resource(gvr)?;
+    let stream = cluster.watch(gvr, ns, &opts)?;
+    let table = respond::wants_table(accept);
+    let body = stream.map(move |ev| {
+        let line = if table && !matches!(ev.event_type, WatchEventType::Bookmark | WatchEventType::Error) {
+            let rendered = crate::table::render(
+                &info.group,
+                &info.plural,
+                info.printer_columns.as_deref(),
+                json!({"resourceVersion": ev.object["metadata"]["resourceVersion"]}),
+                std::slice::from_ref(&*ev.object),
+                "Metadata",
+                jiff::Timestamp::now(),
+            );
+            let mut line = serde_json::to_vec(&json!({"type": ev.event_type.as_str(), "object": rendered}))
+                .unwrap_or_default();
+            line.push(b'\n');
+            line
+        } else {
+            ev.to_line()
+        };
+        Ok::<_, Infallible>(Bytes::from(line))
+    });
+    Ok(respond::bytes(200, "application/json", Vec::new()).map(|_| Body::from_stream(body)))
+}
