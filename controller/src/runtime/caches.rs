@@ -1,0 +1,205 @@
+//! Reflector caches: Deployments, PDBs, Nodes, Namespaces, HPAs, EvictionAutoScalers, and
+//! KEDA ScaledObjects once their CRD exists. No Pod cache: pods are read on demand.
+//!
+//! Objects are trimmed before they are stored (fields never read are dropped to bound
+//! memory). Cached copies are for deciding only; every write re-reads its object first.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::{Arc, RwLock};
+
+use eviction_autoscaler_shared::crd::EvictionAutoScaler;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+use tracing::warn;
+
+use crate::keda::ScaledObject;
+
+/// Read handles of every cache; cheap to clone.
+#[derive(Clone)]
+pub struct Caches {
+    /// Deployments (pod template spec dropped).
+    pub deployments: Store<Deployment>,
+    /// PodDisruptionBudgets.
+    pub pdbs: Store<PodDisruptionBudget>,
+    /// Nodes (spec only).
+    pub nodes: Store<Node>,
+    /// Namespaces (metadata only).
+    pub namespaces: Store<Namespace>,
+    /// HorizontalPodAutoscalers (status dropped).
+    pub hpas: Store<HorizontalPodAutoscaler>,
+    /// EvictionAutoScalers.
+    pub eas: Store<EvictionAutoScaler>,
+    /// KEDA ScaledObjects, present once the CRD is installed.
+    pub scaled_objects: Arc<RwLock<Option<Store<ScaledObject>>>>,
+}
+
+/// The write halves, consumed by the watch tasks.
+pub struct Writers {
+    pub(crate) deployments: Writer<Deployment>,
+    pub(crate) pdbs: Writer<PodDisruptionBudget>,
+    pub(crate) nodes: Writer<Node>,
+    pub(crate) namespaces: Writer<Namespace>,
+    pub(crate) hpas: Writer<HorizontalPodAutoscaler>,
+    pub(crate) eas: Writer<EvictionAutoScaler>,
+}
+
+/// Creates empty caches and their writers.
+pub fn caches() -> (Caches, Writers) {
+    let (deployments, deployments_w) = reflector::store();
+    let (pdbs, pdbs_w) = reflector::store();
+    let (nodes, nodes_w) = reflector::store();
+    let (namespaces, namespaces_w) = reflector::store();
+    let (hpas, hpas_w) = reflector::store();
+    let (eas, eas_w) = reflector::store();
+    (
+        Caches { deployments, pdbs, nodes, namespaces, hpas, eas, scaled_objects: Arc::default() },
+        Writers {
+            deployments: deployments_w,
+            pdbs: pdbs_w,
+            nodes: nodes_w,
+            namespaces: namespaces_w,
+            hpas: hpas_w,
+            eas: eas_w,
+        },
+    )
+}
+
+impl Caches {
+    /// Waits until the core caches (not KEDA's) have listed once.
+    pub async fn wait_until_ready(&self) -> bool {
+        let results = futures::join!(
+            self.deployments.wait_until_ready(),
+            self.pdbs.wait_until_ready(),
+            self.nodes.wait_until_ready(),
+            self.namespaces.wait_until_ready(),
+            self.hpas.wait_until_ready(),
+            self.eas.wait_until_ready(),
+        );
+        results.0.is_ok()
+            && results.1.is_ok()
+            && results.2.is_ok()
+            && results.3.is_ok()
+            && results.4.is_ok()
+            && results.5.is_ok()
+    }
+
+    /// ScaledObjects in `namespace` (none while KEDA is not installed).
+    pub fn scaled_objects_in(&self, namespace: &str) -> Vec<ScaledObject> {
+        let Ok(guard) = self.scaled_objects.read() else { return Vec::new() };
+        guard.as_ref().map_or_else(Vec::new, |store| {
+            store
+                .state()
+                .iter()
+                .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
+                .map(|s| (**s).clone())
+                .collect()
+        })
+    }
+}
+
+/// Drops what no decision reads from a Deployment: the pod template's spec (containers,
+/// volumes…) and managedFields. Labels, selector, strategy, replicas and status stay.
+pub fn trim_deployment(d: &mut Deployment) {
+    d.metadata.managed_fields = None;
+    if let Some(spec) = d.spec.as_mut() {
+        spec.template.spec = None;
+    }
+}
+
+/// Nodes: only `spec.unschedulable` and taints are read.
+pub fn trim_node(n: &mut Node) {
+    n.metadata.managed_fields = None;
+    n.metadata.annotations = None;
+    n.status = None;
+}
+
+/// Namespaces: only name and annotations are read.
+pub fn trim_namespace(n: &mut Namespace) {
+    n.metadata.managed_fields = None;
+    n.spec = None;
+    n.status = None;
+}
+
+/// PDBs: spec and status are read.
+pub fn trim_pdb(p: &mut PodDisruptionBudget) {
+    p.metadata.managed_fields = None;
+}
+
+/// HPAs: spec is read, status is not.
+pub fn trim_hpa(h: &mut HorizontalPodAutoscaler) {
+    h.metadata.managed_fields = None;
+    h.status = None;
+}
+
+/// EvictionAutoScalers: everything but managedFields is read.
+pub fn trim_eas(e: &mut EvictionAutoScaler) {
+    e.metadata.managed_fields = None;
+}
+
+/// ScaledObjects: only the modelled spec is kept by the type itself.
+pub fn trim_scaled_object(s: &mut ScaledObject) {
+    s.metadata.managed_fields = None;
+}
+
+/// Runs one reflector until its stream ends, calling `on_event` for every event after the
+/// cache has applied it.
+pub async fn reflect<K, F>(api: Api<K>, writer: Writer<K>, trim: fn(&mut K), mut on_event: F)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone,
+    F: FnMut(&watcher::Event<K>),
+{
+    let stream = watcher(api, watcher::Config::default()).default_backoff().modify(trim).reflect(writer);
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(event) => on_event(&event),
+            Err(e) => {
+                warn!(kind = %K::kind(&K::DynamicType::default()), error = %e, "watch failed; retrying with back-off")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::DeploymentSpec;
+    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus, PodSpec, PodTemplateSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    #[test]
+    fn trims_keep_what_decisions_read() {
+        let mut d = Deployment {
+            spec: Some(DeploymentSpec {
+                replicas: Some(3),
+                template: PodTemplateSpec { metadata: None, spec: Some(PodSpec::default()) },
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        d.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        trim_deployment(&mut d);
+        assert!(d.metadata.managed_fields.is_none());
+        assert_eq!(d.spec.as_ref().and_then(|s| s.replicas), Some(3));
+        assert!(d.spec.as_ref().is_some_and(|s| s.template.spec.is_none()));
+
+        let mut n = Node {
+            spec: Some(NodeSpec { unschedulable: Some(true), ..Default::default() }),
+            status: Some(NodeStatus::default()),
+            ..Default::default()
+        };
+        trim_node(&mut n);
+        assert!(n.status.is_none());
+        assert_eq!(n.spec.and_then(|s| s.unschedulable), Some(true));
+    }
+}

@@ -1,0 +1,260 @@
+//! Shared state of the controller runtime, passed around as `Arc<Context>`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use eviction_autoscaler_shared::config::Config;
+use eviction_autoscaler_shared::scope::namespace_scope;
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use kube::runtime::events::Recorder;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::caches::Caches;
+use super::metrics::Metrics;
+use super::queue::{Key, WorkQueue};
+use crate::displaced::SignaledPod;
+use crate::eas::pdb_covers;
+
+/// How long a list of the pods on a draining node is reused (one LIST per node, not per
+/// Deployment, when many Deployments are evaluated together).
+const NODE_PODS_TTL: Duration = Duration::from_secs(2);
+
+/// Pods listed on a node, and when.
+type ListedPods = (Instant, Arc<Vec<Pod>>);
+
+/// What the runtime remembers about one Deployment between evaluations. Nothing here is
+/// needed for correctness after a restart: the surge state is on the scaled object.
+#[derive(Debug, Default)]
+pub struct Memory {
+    /// Recent eviction signals for its pods.
+    pub signals: Vec<SignaledPod>,
+    /// A signal arrived since the last evaluation.
+    pub new_signal: bool,
+    /// When the first blocking signal of the current episode arrived (latency metric).
+    pub first_blocked_signal: Option<Instant>,
+    /// When an active surge was first seen without any known signal (hold anchor).
+    pub resumed_at: Option<Timestamp>,
+    /// A 403 on our write: its message, and when to try writing again.
+    pub forbidden: Option<(String, Timestamp)>,
+    /// Consecutive failed evaluations (back-off).
+    pub failures: u32,
+    /// Whether a surge was active after the last evaluation.
+    pub surged: bool,
+    /// When a surge last ended by `--max-hold`: pods left on a forgotten cordon no longer
+    /// count as displaced (only new evictions do), or it would surge and expire forever.
+    pub expired_at: Option<Timestamp>,
+    /// The default-PDB planner's last skip reason (its Event is emitted on change only).
+    pub pdb_skip: Option<&'static str>,
+}
+
+/// The runtime's shared state.
+pub struct Context {
+    /// API client.
+    pub client: Client,
+    /// Validated configuration.
+    pub config: Arc<Config>,
+    /// Event recorder (one per process, so repeats aggregate into series).
+    pub recorder: Recorder,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Caches.
+    pub caches: Caches,
+    /// Deployments due for evaluation.
+    pub queue: WorkQueue,
+    /// Whether we hold the Lease.
+    pub leader: watch::Receiver<bool>,
+    /// Whether the caches have synced.
+    pub synced: AtomicBool,
+    /// UID of the EvictionAutoScaler CRD (owner of default PDBs), once read.
+    pub crd_uid: std::sync::OnceLock<String>,
+    /// Per-Deployment memory.
+    memory: Mutex<HashMap<Key, Memory>>,
+    /// Names of draining nodes.
+    draining: Mutex<BTreeSet<String>>,
+    /// Recently listed pods per draining node.
+    node_pods: Mutex<HashMap<String, ListedPods>>,
+    /// Owners of signalled pods that are not Deployments, already reported (once each).
+    skipped_owners: Mutex<BTreeSet<(String, String, String)>>,
+    /// Last `spec.lastEviction` write per EAS (debounce).
+    eas_writes: Mutex<HashMap<(String, String), Instant>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind; keep going.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Context {
+    /// Builds the context.
+    pub fn new(
+        client: Client,
+        config: Arc<Config>,
+        recorder: Recorder,
+        metrics: Metrics,
+        caches: Caches,
+        leader: watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            client,
+            config,
+            recorder,
+            metrics,
+            caches,
+            queue: WorkQueue::default(),
+            leader,
+            synced: AtomicBool::new(false),
+            crd_uid: std::sync::OnceLock::new(),
+            memory: Mutex::default(),
+            draining: Mutex::default(),
+            node_pods: Mutex::default(),
+            eas_writes: Mutex::default(),
+            skipped_owners: Mutex::default(),
+        }
+    }
+
+    /// Whether this replica may write workloads now.
+    pub fn may_write(&self) -> bool {
+        // `--controller-enabled=false` is the global kill switch: caches only, no writes.
+        self.config.controller_enabled && *self.leader.borrow() && self.synced.load(Ordering::Acquire)
+    }
+
+    /// Runs `f` on the memory of `key`.
+    pub fn with_memory<R>(&self, key: &Key, f: impl FnOnce(&mut Memory) -> R) -> R {
+        f(lock(&self.memory).entry(key.clone()).or_default())
+    }
+
+    /// Forgets a deleted Deployment.
+    pub fn forget(&self, key: &Key) {
+        lock(&self.memory).remove(key);
+    }
+
+    /// Keys of Deployments that were surged at their last evaluation.
+    pub fn surged_keys(&self) -> Vec<Key> {
+        lock(&self.memory).iter().filter(|(_, m)| m.surged).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// Number of Deployments surged at their last evaluation.
+    pub fn surged_count(&self) -> usize {
+        lock(&self.memory).values().filter(|m| m.surged).count()
+    }
+
+    /// Records the drain state of `node`; returns the previous state.
+    pub fn set_draining(&self, node: &str, draining: bool) -> bool {
+        let mut set = lock(&self.draining);
+        let was = set.contains(node);
+        if draining {
+            set.insert(node.to_owned());
+        } else {
+            set.remove(node);
+            lock(&self.node_pods).remove(node);
+        }
+        was
+    }
+
+    /// Draining nodes now.
+    pub fn draining_nodes(&self) -> Vec<String> {
+        lock(&self.draining).iter().cloned().collect()
+    }
+
+    /// Whether `node` is draining.
+    pub fn is_draining(&self, node: &str) -> bool {
+        lock(&self.draining).contains(node)
+    }
+
+    /// Pods on `node` (LIST with a `spec.nodeName` field selector, reused for a moment).
+    pub async fn pods_on_node(&self, node: &str) -> Result<Arc<Vec<Pod>>, kube::Error> {
+        if let Some((at, pods)) = lock(&self.node_pods).get(node)
+            && at.elapsed() < NODE_PODS_TTL
+        {
+            return Ok(pods.clone());
+        }
+        let api: Api<Pod> = Api::all(self.client.clone());
+        let list = api.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await?;
+        let pods = Arc::new(list.items);
+        lock(&self.node_pods).insert(node.to_owned(), (Instant::now(), pods.clone()));
+        Ok(pods)
+    }
+
+    /// Is `namespace` in scope (annotation, else actioned list, else default)?
+    pub fn namespace_enabled(&self, namespace: &str) -> bool {
+        let ns = self.caches.namespaces.get(&ObjectRef::<Namespace>::new(namespace));
+        let annotations = ns.as_ref().and_then(|n| n.metadata.annotations.as_ref());
+        namespace_scope(
+            namespace,
+            annotations,
+            &self.config.actioned_namespaces,
+            self.config.enabled_by_default,
+        )
+        .enabled
+    }
+
+    /// The cached Deployment `key`.
+    pub fn deployment(&self, key: &Key) -> Option<Arc<Deployment>> {
+        self.caches.deployments.get(&ObjectRef::new(&key.1).within(&key.0))
+    }
+
+    /// Cached PDBs covering the pods of `deployment`.
+    pub fn covering_pdbs(&self, deployment: &Deployment) -> Vec<PodDisruptionBudget> {
+        let mut pdbs: Vec<PodDisruptionBudget> = self
+            .caches
+            .pdbs
+            .state()
+            .iter()
+            .filter(|p| pdb_covers(p, deployment))
+            .map(|p| (**p).clone())
+            .collect();
+        pdbs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        pdbs
+    }
+
+    /// Cached Deployments in `namespace`.
+    pub fn deployments_in(&self, namespace: &str) -> Vec<Arc<Deployment>> {
+        self.caches
+            .deployments
+            .state()
+            .into_iter()
+            .filter(|d| d.metadata.namespace.as_deref() == Some(namespace))
+            .collect()
+    }
+
+    /// Whether the non-Deployment owner `(namespace, kind, name)` is reported for the first time.
+    pub fn first_skip_of(&self, owner: (String, String, String)) -> bool {
+        lock(&self.skipped_owners).insert(owner)
+    }
+
+    /// Whether a `spec.lastEviction` write to this EAS is allowed now (≤ 1 per second).
+    pub fn take_eas_write_slot(&self, namespace: &str, name: &str) -> bool {
+        let mut writes = lock(&self.eas_writes);
+        let key = (namespace.to_owned(), name.to_owned());
+        match writes.get(&key) {
+            Some(at) if at.elapsed() < Duration::from_secs(1) => false,
+            _ => {
+                writes.insert(key, Instant::now());
+                true
+            }
+        }
+    }
+
+    /// Schedules every cached Deployment now (start, new leadership, namespace changes).
+    pub fn schedule_all(&self) {
+        for d in self.caches.deployments.state() {
+            if let Some(key) = key_of(&d) {
+                self.queue.schedule_now(key);
+            }
+        }
+    }
+}
+
+/// The queue key of a Deployment.
+pub fn key_of(d: &Deployment) -> Option<Key> {
+    Some((d.metadata.namespace.clone()?, d.metadata.name.clone()?))
+}

@@ -1,0 +1,307 @@
+//! Signals and triggers: eviction signals (webhook queue, EAS `spec.lastEviction`), node
+//! drain edges, and watch events mapped to the Deployments they concern.
+
+use std::sync::Arc;
+
+use eviction_autoscaler_shared::crd::EvictionAutoScaler;
+use eviction_autoscaler_shared::drain::is_draining;
+use eviction_autoscaler_shared::signal::SignalReceiver;
+use jiff::Timestamp;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::watcher::Event;
+use tracing::{debug, info, instrument};
+
+use super::context::{Context, key_of};
+use crate::displaced::{SignaledPod, is_displaceable, owning_deployment};
+use crate::eas::{last_eviction_patch, pdb_covers};
+use crate::error;
+use crate::keda::ScaledObject;
+use crate::surge::events;
+
+/// Where a signal came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// This replica's webhook.
+    Webhook,
+    /// An EAS `spec.lastEviction` (possibly written by another replica).
+    Eas,
+}
+
+/// Consumes the webhook's signal queue until it closes.
+pub async fn webhook_signals(ctx: Arc<Context>, mut signals: SignalReceiver) {
+    while let Some(signal) = signals.recv().await {
+        if let Err(e) = handle_signal(&ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await
+        {
+            debug!(pod = %signal.pod, error = %e, "eviction signal not processed");
+        }
+    }
+}
+
+/// Records one eviction signal: reads the pod, finds its Deployment, remembers the signal,
+/// records it on the EAS (webhook signals, any replica) and schedules the Deployment.
+#[instrument(skip(ctx))]
+pub async fn handle_signal(
+    ctx: &Context,
+    namespace: &str,
+    pod_name: &str,
+    at: Timestamp,
+    source: Source,
+) -> Result<(), kube::Error> {
+    ctx.metrics.signal(match source {
+        Source::Webhook => "webhook",
+        Source::Eas => "eas",
+    });
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let Some(pod) = pods.get_opt(pod_name).await? else { return Ok(()) };
+    let Some(deployment_name) = owning_deployment(&pod) else {
+        debug!(
+            pod = pod_name,
+            "not owned by a Deployment's ReplicaSet; skipped (StatefulSets and others are never surged)"
+        );
+        report_skipped_owner(ctx, &pod).await;
+        return Ok(());
+    };
+    let key = (namespace.to_owned(), deployment_name);
+    let Some(deployment) = ctx.deployment(&key) else { return Ok(()) };
+    let pdbs = ctx.covering_pdbs(&deployment);
+    let blocked =
+        matches!(pdbs.as_slice(), [p] if p.status.as_ref().map_or(0, |s| s.disruptions_allowed) == 0);
+    let displaceable = is_displaceable(&pod);
+    if blocked {
+        ctx.metrics.blocked_evictions.inc();
+    }
+    let on_draining_node =
+        pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.is_draining(n));
+    let fresh = ctx.with_memory(&key, |m| {
+        if m.signals.iter().any(|s| s.pod == pod_name && s.at.as_second() == at.as_second()) {
+            return false;
+        }
+        m.signals.push(SignaledPod { pod: pod_name.to_owned(), at, on_draining_node, displaceable });
+        m.new_signal = true;
+        if blocked && displaceable && m.first_blocked_signal.is_none() {
+            m.first_blocked_signal = Some(tokio::time::Instant::now());
+        }
+        true
+    });
+    if !fresh {
+        return Ok(());
+    }
+    ctx.queue.schedule_now(key);
+    if source == Source::Webhook
+        && let [pdb] = pdbs.as_slice()
+    {
+        record_on_eas(ctx, namespace, pdb.metadata.name.as_deref().unwrap_or_default(), pod_name, at).await?;
+    }
+    Ok(())
+}
+
+/// Records, once per owner and process, why evictions of its pods never surge anything.
+async fn report_skipped_owner(ctx: &Context, pod: &Pod) {
+    let Some(owner) = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true))
+    else {
+        return; // a bare pod: nothing to scale, nothing to say
+    };
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    if !ctx.may_write() || !ctx.first_skip_of((namespace, owner.kind.clone(), owner.name.clone())) {
+        return;
+    }
+    let note = format!(
+        "evictions of pods of {} {} are never surged: only Deployments are scaled \
+         (a StatefulSet's ordered rollout conflicts with surging)",
+        owner.kind, owner.name
+    );
+    let event = kube::runtime::events::Event {
+        type_: kube::runtime::events::EventType::Normal,
+        reason: events::SKIPPED.to_owned(),
+        note: Some(note),
+        action: events::SKIPPED.to_owned(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &kube::Resource::object_ref(pod, &())).await {
+        debug!(error = %e, "could not publish Event");
+    }
+}
+
+/// Writes `spec.lastEviction` on the EAS (any replica; at most once per second per EAS).
+async fn record_on_eas(
+    ctx: &Context,
+    namespace: &str,
+    eas: &str,
+    pod: &str,
+    at: Timestamp,
+) -> Result<(), kube::Error> {
+    if !ctx.take_eas_write_slot(namespace, eas) {
+        return Ok(());
+    }
+    let api: Api<EvictionAutoScaler> = Api::namespaced(ctx.client.clone(), namespace);
+    match api.patch(eas, &PatchParams::default(), &Patch::Merge(last_eviction_patch(pod, at))).await {
+        Ok(_) => Ok(()),
+        Err(e) if error::is_not_found(&e) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deployment events: evaluate it (or forget it).
+pub fn on_deployment(ctx: &Arc<Context>, event: &Event<k8s_openapi::api::apps::v1::Deployment>) {
+    match event {
+        Event::Apply(d) | Event::InitApply(d) => {
+            if let Some(key) = key_of(d) {
+                ctx.queue.schedule_now(key);
+            }
+        }
+        Event::Delete(d) => {
+            if let Some(key) = key_of(d) {
+                ctx.forget(&key);
+                // Evaluated once more: an autoscaler it left surged is restored.
+                ctx.queue.schedule_now(key.clone());
+                // Its default PDB goes with it.
+                if ctx.may_write() {
+                    let ctx = ctx.clone();
+                    tokio::spawn(async move {
+                        for pdb in ctx.caches.pdbs.state() {
+                            if pdb.metadata.namespace.as_deref() == Some(key.0.as_str())
+                                && crate::pdb::is_ours(&pdb.metadata)
+                                && let Err(e) = super::pdbs::reconcile_pdb(&ctx, &pdb).await
+                            {
+                                debug!(error = %e, "PDB reconcile failed");
+                            }
+                        }
+                    });
+                }
+            }
+        }
+        Event::Init | Event::InitDone => {}
+    }
+}
+
+/// PDB events: evaluate the Deployments it covers.
+pub fn on_pdb(ctx: &Arc<Context>, event: &Event<PodDisruptionBudget>) {
+    if let Event::Apply(pdb) = event
+        && ctx.may_write()
+    {
+        // Hand-over (ownedBy removed) and PDBs whose Deployment is gone.
+        let (ctx, pdb) = (ctx.clone(), pdb.clone());
+        tokio::spawn(async move {
+            if let Err(e) = super::pdbs::reconcile_pdb(&ctx, &pdb).await {
+                debug!(error = %e, "PDB reconcile failed");
+            }
+        });
+    }
+    if let Event::Apply(pdb) | Event::Delete(pdb) | Event::InitApply(pdb) = event {
+        let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
+        for d in ctx.deployments_in(&namespace) {
+            if pdb_covers(pdb, &d)
+                && let Some(key) = key_of(&d)
+            {
+                ctx.queue.schedule_now(key);
+            }
+        }
+    }
+}
+
+/// HPA events: evaluate the Deployment it scales.
+pub fn on_hpa(ctx: &Arc<Context>, event: &Event<HorizontalPodAutoscaler>) {
+    if let Event::Apply(h) | Event::Delete(h) = event
+        && let (Some(ns), Some(spec)) = (h.metadata.namespace.clone(), h.spec.as_ref())
+        && spec.scale_target_ref.kind == "Deployment"
+    {
+        ctx.queue.schedule_now((ns, spec.scale_target_ref.name.clone()));
+    }
+}
+
+/// ScaledObject events: evaluate the Deployment it scales.
+pub fn on_scaled_object(ctx: &Arc<Context>, event: &Event<ScaledObject>) {
+    if let Event::Apply(s) | Event::Delete(s) = event
+        && let Some(ns) = s.metadata.namespace.clone()
+    {
+        ctx.queue.schedule_now((ns, s.spec.scale_target_ref.name.clone()));
+    }
+}
+
+/// Namespace events: scope may have changed for all its Deployments.
+pub fn on_namespace(ctx: &Arc<Context>, event: &Event<Namespace>) {
+    if let Event::Apply(ns) = event
+        && let Some(name) = ns.metadata.name.as_deref()
+    {
+        for d in ctx.deployments_in(name) {
+            if let Some(key) = key_of(&d) {
+                ctx.queue.schedule_now(key);
+            }
+        }
+    }
+}
+
+/// EAS events: a `spec.lastEviction` within the signal window is a signal (another replica
+/// may have seen it); any change re-evaluates the target.
+pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
+    let Event::Apply(eas) = event else { return };
+    let Some(namespace) = eas.metadata.namespace.clone() else { return };
+    ctx.queue.schedule_now((namespace.clone(), eas.spec.target_name.clone()));
+    // Only the holder acts on signals; followers wrote them here in the first place.
+    if !ctx.may_write() {
+        return;
+    }
+    let Some(last) = eas.spec.last_eviction.clone() else { return };
+    let Some(at) = last.eviction_time.map(|t| t.0) else { return };
+    let key = (namespace.clone(), eas.spec.target_name.clone());
+    let known = ctx.with_memory(&key, |m| {
+        m.signals.iter().any(|s| s.pod == last.pod_name && s.at.as_second() == at.as_second())
+    });
+    if known {
+        return; // our own record, or a status write echoing it
+    }
+    let window =
+        jiff::SignedDuration::try_from(ctx.config.signal_window).unwrap_or(jiff::SignedDuration::MAX);
+    if Timestamp::now().duration_since(at) > window || last.pod_name.is_empty() {
+        return;
+    }
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        if let Err(e) = handle_signal(&ctx, &namespace, &last.pod_name, at, Source::Eas).await {
+            debug!(error = %e, "EAS lastEviction signal not processed");
+        }
+    });
+}
+
+/// Node events: track draining nodes; on the drain edge evaluate the Deployments with pods
+/// on the node (their PDB-blocked pods count as displaced before any eviction); on any
+/// change evaluate surged Deployments (the hold depends on "any node draining").
+pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
+    let (name, draining) = match event {
+        Event::Apply(n) | Event::InitApply(n) => {
+            (n.metadata.name.clone(), is_draining(n, &ctx.config.drain_taints))
+        }
+        Event::Delete(n) => (n.metadata.name.clone(), false),
+        Event::Init | Event::InitDone => return,
+    };
+    let Some(name) = name else { return };
+    let was = ctx.set_draining(&name, draining);
+    if was == draining {
+        return;
+    }
+    info!(node = %name, draining, "node drain state changed");
+    for key in ctx.surged_keys() {
+        ctx.queue.schedule_now(key);
+    }
+    if !draining || !ctx.may_write() {
+        return;
+    }
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        match ctx.pods_on_node(&name).await {
+            Ok(pods) => {
+                for pod in pods.iter() {
+                    if let (Some(ns), Some(deployment)) =
+                        (pod.metadata.namespace.clone(), owning_deployment(pod))
+                    {
+                        ctx.queue.schedule_now((ns, deployment));
+                    }
+                }
+            }
+            Err(e) => debug!(node = %name, error = %e, "could not list pods on the draining node"),
+        }
+    });
+}

@@ -1,0 +1,314 @@
+//! The controller runtime: caches, leader election, signal intake and the evaluation loop.
+
+pub mod admission;
+pub mod caches;
+pub mod context;
+mod housekeeping;
+pub mod intake;
+pub mod leader;
+pub mod metrics;
+mod observe;
+pub mod pdbs;
+pub mod queue;
+pub mod reconcile;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use eviction_autoscaler_shared::config::Config;
+use eviction_autoscaler_shared::crd::EvictionAutoScaler;
+use eviction_autoscaler_shared::health::Readiness;
+use eviction_autoscaler_shared::signal::SignalReceiver;
+use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use self::admission::AdmissionReceiver;
+use self::caches::{
+    reflect, trim_deployment, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb, trim_scaled_object,
+};
+use self::context::Context;
+use self::leader::{LeaseConfig, LeaseTimings};
+use self::metrics::Metrics;
+use crate::error::Error;
+use crate::keda::ScaledObject;
+
+/// The reporting controller name on Events.
+pub const CONTROLLER_NAME: &str = "eviction-autoscaler";
+
+/// Name of KEDA's ScaledObject CRD.
+const KEDA_CRD: &str = "scaledobjects.keda.sh";
+
+/// Longest back-off between failed evaluations of one Deployment.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// A controller ready to run: metrics registered, admission queue created.
+pub struct Controller {
+    config: Arc<Config>,
+    client: Client,
+    readiness: Readiness,
+    metrics: Metrics,
+    admissions: AdmissionReceiver,
+    admission_queue: admission::AdmissionQueue,
+    lease_timings: LeaseTimings,
+    identity: String,
+}
+
+impl Controller {
+    /// Prepares the controller and registers its metrics in `registry`.
+    pub fn new(config: Arc<Config>, client: Client, readiness: Readiness, registry: &mut Registry) -> Self {
+        let metrics = Metrics::new();
+        metrics.register(registry);
+        let (admission_queue, admissions) = admission::admission_queue(1024);
+        let pod = std::env::var("POD_NAME")
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_else(|_| "eviction-autoscaler".into());
+        let identity = format!("{pod}_{}", uuid::Uuid::new_v4());
+        Self {
+            config,
+            client,
+            readiness,
+            metrics,
+            admissions,
+            admission_queue,
+            lease_timings: LeaseTimings::default(),
+            identity,
+        }
+    }
+
+    /// The handler the webhook calls for admitted Deployments and PDBs.
+    pub fn admission_handler(&self) -> admission::AdmissionQueue {
+        self.admission_queue.clone()
+    }
+
+    /// The metrics (already registered).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Overrides the Lease timings (tests use short ones).
+    pub fn with_lease_timings(mut self, timings: LeaseTimings) -> Self {
+        self.lease_timings = timings;
+        self
+    }
+
+    /// Overrides the Lease holder identity.
+    pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = identity.into();
+        self
+    }
+
+    /// Runs until `shutdown` completes: caches on this replica, writes while holding the
+    /// Lease; releases the Lease before returning.
+    pub async fn run(
+        self,
+        signals: SignalReceiver,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), Error> {
+        let Controller { config, client, readiness, metrics, admissions, identity, lease_timings, .. } = self;
+        let (caches, writers) = caches::caches();
+        let (leader_tx, leader_rx) = watch::channel(!config.leader_elect);
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter { controller: CONTROLLER_NAME.into(), instance: Some(identity.clone()) },
+        );
+        let ctx = Arc::new(Context::new(
+            client.clone(),
+            config.clone(),
+            recorder,
+            metrics,
+            caches.clone(),
+            leader_rx.clone(),
+        ));
+
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut tasks = tokio::task::JoinSet::new();
+        {
+            let c = ctx.clone();
+            tasks.spawn(reflect(
+                Api::<Deployment>::all(client.clone()),
+                writers.deployments,
+                trim_deployment,
+                move |e| intake::on_deployment(&c, e),
+            ));
+            let c = ctx.clone();
+            tasks.spawn(reflect(
+                Api::<PodDisruptionBudget>::all(client.clone()),
+                writers.pdbs,
+                trim_pdb,
+                move |e| intake::on_pdb(&c, e),
+            ));
+            let c = ctx.clone();
+            tasks.spawn(reflect(Api::<Node>::all(client.clone()), writers.nodes, trim_node, move |e| {
+                intake::on_node(&c, e)
+            }));
+            let c = ctx.clone();
+            tasks.spawn(reflect(
+                Api::<Namespace>::all(client.clone()),
+                writers.namespaces,
+                trim_namespace,
+                move |e| intake::on_namespace(&c, e),
+            ));
+            let c = ctx.clone();
+            tasks.spawn(reflect(
+                Api::<HorizontalPodAutoscaler>::all(client.clone()),
+                writers.hpas,
+                trim_hpa,
+                move |e| intake::on_hpa(&c, e),
+            ));
+            let c = ctx.clone();
+            tasks.spawn(reflect(
+                Api::<EvictionAutoScaler>::all(client.clone()),
+                writers.eas,
+                trim_eas,
+                move |e| intake::on_eas(&c, e),
+            ));
+        }
+        tasks.spawn(watch_keda(ctx.clone()));
+        tasks.spawn(sync_then_work(ctx.clone(), readiness.clone()));
+        // Intake ends when the webhook drops its queues; that is not a failure.
+        let intake = [
+            tokio::spawn(intake::webhook_signals(ctx.clone(), signals)),
+            tokio::spawn(admission::consume(ctx.clone(), admissions)),
+        ];
+        let lease_task = config.leader_elect.then(|| {
+            let lease = LeaseConfig {
+                namespace: config.lease_namespace.clone(),
+                name: config.lease_name.clone(),
+                identity,
+                timings: lease_timings,
+            };
+            let api: Api<Lease> = Api::namespaced(client.clone(), &lease.namespace);
+            let mut stop = stop_rx.clone();
+            tokio::spawn(leader::run(api, lease, leader_tx, async move {
+                let _ = stop.wait_for(|s| *s).await;
+            }))
+        });
+
+        tokio::pin!(shutdown);
+        let result = tokio::select! {
+            () = &mut shutdown => Ok(()),
+            Some(ended) = tasks.join_next() => {
+                warn!(?ended, "a controller task ended");
+                Err(Error::TaskStopped("cache or evaluation loop"))
+            }
+        };
+        // Stop writing and release the Lease (bounded), then end everything else.
+        let _ = stop_tx.send(true);
+        if let Some(lease_task) = lease_task {
+            let _ = tokio::time::timeout(Duration::from_secs(5), lease_task).await;
+        }
+        readiness.set_caches_synced(false);
+        tasks.abort_all();
+        for task in intake {
+            task.abort();
+        }
+        result
+    }
+}
+
+/// Waits for the caches, marks readiness, then evaluates Deployments as they come due.
+async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
+    if !ctx.caches.wait_until_ready().await {
+        return;
+    }
+    if let Some(uid) = pdbs::crd_uid(&ctx).await {
+        let _ = ctx.crd_uid.set(uid);
+    }
+    ctx.synced.store(true, Ordering::Release);
+    readiness.set_caches_synced(true);
+    info!("caches synced");
+    if ctx.may_write() {
+        pdbs::reconcile_all_pdbs(&ctx).await;
+    }
+    // Every object carrying surge annotations is resumed by evaluating everything once, and
+    // again whenever we become the Lease holder.
+    ctx.schedule_all();
+    let mut leader = ctx.leader.clone();
+    let c = ctx.clone();
+    tokio::spawn(async move {
+        while leader.changed().await.is_ok() {
+            let leading = *leader.borrow();
+            if leading {
+                info!("became the Lease holder: resuming every Deployment");
+                c.schedule_all();
+                pdbs::reconcile_all_pdbs(&c).await;
+            }
+        }
+    });
+    loop {
+        let key = ctx.queue.next().await;
+        if !ctx.may_write() {
+            continue; // followers only keep caches and record signals
+        }
+        let result = match reconcile::reconcile(&ctx, &key).await {
+            Ok(next) => match ctx.crd_uid.get() {
+                Some(uid) => {
+                    pdbs::reconcile_deployment(&ctx, &key, uid).await.map(|()| next).map_err(Error::from)
+                }
+                None => Ok(next),
+            },
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(next) => {
+                ctx.with_memory(&key, |m| m.failures = 0);
+                if let Some(at) = next {
+                    ctx.queue.schedule(key, instant_at(at));
+                }
+            }
+            Err(e) => {
+                let failures = ctx.with_memory(&key, |m| {
+                    m.failures = m.failures.saturating_add(1);
+                    m.failures
+                });
+                let backoff = Duration::from_secs(1_u64 << failures.min(9)).min(MAX_BACKOFF);
+                warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
+                ctx.queue.schedule(key, tokio::time::Instant::now() + backoff);
+            }
+        }
+    }
+}
+
+/// The monotonic instant for wall-clock time `at` (now if in the past).
+fn instant_at(at: Timestamp) -> tokio::time::Instant {
+    let ahead = at.duration_since(Timestamp::now());
+    tokio::time::Instant::now() + Duration::try_from(ahead).unwrap_or(Duration::ZERO)
+}
+
+/// Watches for KEDA's CRD; once it exists, starts the ScaledObject cache (also when KEDA is
+/// installed after we started).
+async fn watch_keda(ctx: Arc<Context>) {
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+    let config = watcher::Config::default().fields(&format!("metadata.name={KEDA_CRD}"));
+    let mut stream = std::pin::pin!(watcher(crds, config).default_backoff().applied_objects());
+    while let Some(event) = stream.next().await {
+        let Ok(_) = event else { continue };
+        let started = ctx.caches.scaled_objects.read().map(|s| s.is_some()).unwrap_or(true);
+        if started {
+            continue;
+        }
+        info!("KEDA is installed: watching ScaledObjects");
+        let (store, writer) = reflector::store::<ScaledObject>();
+        if let Ok(mut slot) = ctx.caches.scaled_objects.write() {
+            *slot = Some(store);
+        }
+        let c = ctx.clone();
+        let api = Api::<ScaledObject>::all(ctx.client.clone());
+        tokio::spawn(reflect(api, writer, trim_scaled_object, move |e| intake::on_scaled_object(&c, e)));
+    }
+}

@@ -1,0 +1,228 @@
+//! Gathering the [`Observed`] inputs of one Deployment: caches, plus pods read on demand
+//! (one LIST per draining node, shared; a label-selected LIST of Pending pods while surged).
+
+use std::sync::Arc;
+
+use eviction_autoscaler_shared::crd::EvictionAutoScaler;
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::api::{Api, ListParams};
+use kube::runtime::reflector::ObjectRef;
+
+use super::context::Context;
+use super::queue::Key;
+use crate::displaced::{self, SignaledPod, displacement, owning_deployment};
+use crate::surge::Observed;
+use crate::surge::scaler;
+use crate::surge::state::SurgeState;
+use eviction_autoscaler_shared::config::SurgeTrigger;
+
+/// A label selector in the API's query syntax.
+pub fn selector_query(selector: &LabelSelector) -> String {
+    let mut parts: Vec<String> =
+        selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
+    for e in selector.match_expressions.iter().flatten() {
+        let values = e.values.clone().unwrap_or_default().join(",");
+        parts.push(match e.operator.as_str() {
+            "In" => format!("{} in ({values})", e.key),
+            "NotIn" => format!("{} notin ({values})", e.key),
+            "Exists" => e.key.clone(),
+            _ => format!("!{}", e.key),
+        });
+    }
+    parts.join(",")
+}
+
+/// The EAS named like `pdb` in `namespace`, from the cache.
+pub fn cached_eas(ctx: &Context, namespace: &str, pdb: &str) -> Option<Arc<EvictionAutoScaler>> {
+    ctx.caches.eas.get(&ObjectRef::new(pdb).within(namespace))
+}
+
+/// Observes the Deployment `deployment` (cached or freshly read).
+pub async fn observe(
+    ctx: &Context,
+    key: &Key,
+    deployment: Deployment,
+    now: Timestamp,
+) -> Result<Observed, kube::Error> {
+    let (namespace, name) = key;
+    let pdbs = ctx.covering_pdbs(&deployment);
+    let hpas: Vec<_> = ctx
+        .caches
+        .hpas
+        .state()
+        .iter()
+        .filter(|h| h.metadata.namespace.as_deref() == Some(namespace))
+        .map(|h| (**h).clone())
+        .collect();
+    let scaled_objects = ctx.caches.scaled_objects_in(namespace);
+    let surge_active = scaler::detect(&deployment, &hpas, &scaled_objects)
+        .is_ok_and(|s| SurgeState::read(s.annotations()).active());
+    let blocked =
+        matches!(pdbs.as_slice(), [p] if p.status.as_ref().map_or(0, |s| s.disruptions_allowed) == 0);
+    let draining = ctx.draining_nodes();
+
+    // Pods matter only while surged or blocked; otherwise no pod is read at all.
+    let mut on_draining: Vec<Pod> = Vec::new();
+    // A drain is in progress while a draining node still has pods to evict; a cordoned node
+    // that kubectl has emptied (only DaemonSet pods left) holds nothing.
+    let mut drain_in_progress = !draining.is_empty();
+    if (surge_active || blocked) && !draining.is_empty() {
+        drain_in_progress = false;
+        for node in &draining {
+            let pods = ctx.pods_on_node(node).await?;
+            drain_in_progress |= pods.iter().any(displaced::drain_pending);
+            on_draining.extend(
+                pods.iter()
+                    .filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()))
+                    .filter(|p| owning_deployment(p).as_deref() == Some(name.as_str()))
+                    .cloned(),
+            );
+        }
+    }
+
+    let window = ctx.config.signal_window;
+    let (signals, new_signal, memory_last, resumed_at, forbidden, expired_at) = ctx.with_memory(key, |m| {
+        if draining.is_empty() {
+            m.expired_at = None;
+        }
+        let horizon = jiff::SignedDuration::try_from(window.max(ctx.config.max_hold))
+            .unwrap_or(jiff::SignedDuration::MAX);
+        m.signals.retain(|s| now.duration_since(s.at) <= horizon);
+        if m.forbidden.as_ref().is_some_and(|(_, until)| *until <= now) {
+            m.forbidden = None;
+        }
+        let new_signal = std::mem::take(&mut m.new_signal);
+        (
+            m.signals.clone(),
+            new_signal,
+            m.signals.iter().map(|s| s.at).max(),
+            m.resumed_at,
+            m.forbidden.as_ref().map(|(msg, _)| msg.clone()),
+            m.expired_at,
+        )
+    });
+    let current = current_signals(ctx, namespace, &on_draining, &signals, now).await?;
+    let mut displacement = displacement(&on_draining, &current, ctx.config.surge_trigger, window, now);
+    if let Some(expired_at) = expired_at.filter(|_| !surge_active) {
+        let newer: Vec<_> = current.iter().filter(|s| s.at > expired_at).cloned().collect();
+        displacement = crate::displaced::displacement(&[], &newer, ctx.config.surge_trigger, window, now);
+    }
+    let first_eas =
+        pdbs.first().and_then(|p| cached_eas(ctx, namespace, p.metadata.name.as_deref().unwrap_or_default()));
+    let eas_last = first_eas
+        .as_ref()
+        .and_then(|e| e.spec.last_eviction.as_ref())
+        .and_then(|e| e.eviction_time.as_ref())
+        .map(|t| t.0);
+    let mut last_signal = [memory_last, eas_last, resumed_at].into_iter().flatten().max();
+    if surge_active && last_signal.is_none() {
+        // Resuming a surge (restart, new leader, Go leftovers) with no signal known: hold
+        // from now, so max-hold still bounds it.
+        ctx.with_memory(key, |m| m.resumed_at = Some(now));
+        last_signal = Some(now);
+    }
+
+    let unschedulable_pods = if surge_active { unschedulable(ctx, namespace, &deployment).await? } else { 0 };
+    Ok(Observed {
+        namespace_enabled: ctx.namespace_enabled(namespace),
+        displacement,
+        any_node_draining: drain_in_progress,
+        last_signal,
+        new_signal,
+        unschedulable_pods,
+        forbidden,
+        previous: first_eas.and_then(|e| e.status.clone()),
+        pdbs,
+        hpas,
+        scaled_objects,
+        deployment,
+    })
+}
+
+/// The signals that still describe a displaced pod. A signal is a past observation: the pod
+/// may have been evicted since (then it is no longer displaced, and counting it would surge
+/// again after the drain). Pods already listed on a draining node need no read; the others
+/// (with `--surge-trigger=any`, or a node that stopped draining) are read by name.
+async fn current_signals(
+    ctx: &Context,
+    namespace: &str,
+    on_draining: &[Pod],
+    signals: &[SignaledPod],
+    now: Timestamp,
+) -> Result<Vec<SignaledPod>, kube::Error> {
+    let window =
+        jiff::SignedDuration::try_from(ctx.config.signal_window).unwrap_or(jiff::SignedDuration::MAX);
+    let listed = |name: &str| on_draining.iter().any(|p| p.metadata.name.as_deref() == Some(name));
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut current: Vec<SignaledPod> = Vec::new();
+    for signal in signals {
+        if now.duration_since(signal.at) > window || current.iter().any(|c| c.pod == signal.pod) {
+            continue;
+        }
+        if listed(&signal.pod) {
+            current.push(signal.clone());
+            continue;
+        }
+        let counts_anywhere = ctx.config.surge_trigger == SurgeTrigger::Any;
+        if !counts_anywhere || !signal.displaceable {
+            continue; // `drain` trigger: only pods still on a draining node (listed above) count
+        }
+        if let Some(pod) = api.get_opt(&signal.pod).await? {
+            let node_draining =
+                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.is_draining(n));
+            current.push(SignaledPod {
+                displaceable: displaced::is_displaceable(&pod),
+                on_draining_node: node_draining,
+                ..signal.clone()
+            });
+        }
+    }
+    Ok(current)
+}
+
+/// Pending-as-unschedulable pods of `deployment`, read only when it lacks Ready replicas.
+async fn unschedulable(ctx: &Context, namespace: &str, deployment: &Deployment) -> Result<u32, kube::Error> {
+    let status = deployment.status.clone().unwrap_or_default();
+    let wanted = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    if status.ready_replicas.unwrap_or(0) >= wanted {
+        return Ok(0);
+    }
+    let Some(selector) =
+        deployment.spec.as_ref().map(|s| selector_query(&s.selector)).filter(|s| !s.is_empty())
+    else {
+        return Ok(0);
+    };
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let pods = api.list(&ListParams::default().labels(&selector).fields("status.phase=Pending")).await?;
+    Ok(u32::try_from(pods.items.iter().filter(|p| displaced::is_unschedulable(p)).count())
+        .unwrap_or(u32::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    #[test]
+    fn selector_query_syntax() {
+        let selector = LabelSelector {
+            match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
+            match_expressions: Some(vec![
+                LabelSelectorRequirement {
+                    key: "tier".into(),
+                    operator: "In".into(),
+                    values: Some(vec!["a".into(), "b".into()]),
+                },
+                LabelSelectorRequirement {
+                    key: "canary".into(),
+                    operator: "DoesNotExist".into(),
+                    values: None,
+                },
+            ]),
+        };
+        assert_eq!(selector_query(&selector), "app=web,tier in (a,b),!canary");
+    }
+}

@@ -1,0 +1,269 @@
+//! Drives the default-PDB planner (`crate::pdb`): performs its one action per pass, emits its
+//! Events, counts its outcomes. The reconciler runs on the Lease holder; the admission fast
+//! paths (create at Deployment CREATE, retire on a covering user PDB) run on any replica, as
+//! ARCHITECTURE.md §2 allows (create-if-absent and preconditioned deletes are idempotent).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
+use tracing::{debug, info, instrument, warn};
+
+use super::context::Context;
+use super::queue::Key;
+use crate::error;
+use crate::pdb::{self, Action, Autoscaler, NamespaceView, PlannedEvent};
+use crate::surge::scaler::{self, Scaler};
+
+/// The EvictionAutoScaler CRD, owner of every default PDB (uninstall garbage-collects them).
+pub const EAS_CRD: &str = "evictionautoscalers.eviction-autoscaler.azure.com";
+
+/// Reads the CRD's UID (needed for the owner reference); `None` if it cannot be read.
+pub async fn crd_uid(ctx: &Context) -> Option<String> {
+    let api: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+    match api.get_opt(EAS_CRD).await {
+        Ok(crd) => crd.and_then(|c| c.metadata.uid),
+        Err(e) => {
+            warn!(error = %e, "cannot read the EvictionAutoScaler CRD: default PDBs are not managed");
+            None
+        }
+    }
+}
+
+/// The namespace's objects as the planner wants them.
+struct View {
+    namespace: Namespace,
+    pdbs: Vec<PodDisruptionBudget>,
+    deployments: Vec<Deployment>,
+}
+
+fn view(ctx: &Context, namespace: &str) -> View {
+    let ns = ctx.caches.namespaces.get(&ObjectRef::<Namespace>::new(namespace)).map_or_else(
+        || {
+            let mut ns = Namespace::default();
+            ns.metadata.name = Some(namespace.to_owned());
+            ns
+        },
+        |n| (*n).clone(),
+    );
+    let pdbs = ctx
+        .caches
+        .pdbs
+        .state()
+        .iter()
+        .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
+        .map(|p| (**p).clone())
+        .collect();
+    let deployments = ctx.deployments_in(namespace).iter().map(|d| (**d).clone()).collect();
+    View { namespace: ns, pdbs, deployments }
+}
+
+/// Plans and acts for the Deployment `key` (Lease holder).
+#[instrument(skip_all, fields(namespace = %key.0, deployment = %key.1))]
+pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Result<(), kube::Error> {
+    let Some(deployment) = ctx.deployment(key) else { return Ok(()) };
+    let view = view(ctx, &key.0);
+    let hpas: Vec<_> = ctx.caches.hpas.state().iter().map(|h| (**h).clone()).collect();
+    let scaled_objects = ctx.caches.scaled_objects_in(&key.0);
+    let autoscaler = autoscaler_of(&deployment, &hpas, &scaled_objects);
+    let namespace_view =
+        NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
+    let plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &namespace_view, &ctx.config, crd_uid);
+    publish(ctx, &plan.events).await;
+    let action_event = plan.action_event();
+    if let Action::Skip { reason, .. } = &plan.action {
+        // Skips are reported when the reason changes, not on every pass.
+        let reason = reason.as_str();
+        let changed = ctx.with_memory(key, |m| m.pdb_skip.replace(reason) != Some(reason));
+        if changed && let Some(event) = action_event {
+            publish(ctx, &[event]).await;
+        }
+        count(ctx, &plan.action);
+        return Ok(());
+    }
+    ctx.with_memory(key, |m| m.pdb_skip = None);
+    if perform(ctx, &plan.action).await? {
+        count(ctx, &plan.action);
+        if let Some(event) = action_event {
+            publish(ctx, &[event]).await;
+        }
+    } else {
+        ctx.queue.schedule_now(key.clone());
+    }
+    Ok(())
+}
+
+/// Plans and acts for one PDB (hand-over; PDB of a deleted Deployment).
+pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(), kube::Error> {
+    let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
+    let view = view(ctx, &namespace);
+    let action = pdb::plan_pdb(pdb, &view.deployments);
+    if perform(ctx, &action).await? {
+        count(ctx, &action);
+        let subject = pdb::EventSubject {
+            api_version: "policy/v1",
+            kind: "PodDisruptionBudget",
+            namespace: Some(namespace),
+            name: pdb.metadata.name.clone().unwrap_or_default(),
+            uid: pdb.metadata.uid.clone(),
+        };
+        if let Some(event) = action.event(&subject) {
+            publish(ctx, &[event]).await;
+        }
+    }
+    Ok(())
+}
+
+/// Deployment CREATE admission (any replica): create its PDB before its pods exist.
+pub async fn admitted_deployment(
+    ctx: &Context,
+    deployment: &Deployment,
+    crd_uid: &str,
+) -> Result<(), kube::Error> {
+    let namespace = deployment.metadata.namespace.clone().unwrap_or_default();
+    let view = view(ctx, &namespace);
+    let namespace_view =
+        NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
+    let hpas: Vec<_> = ctx.caches.hpas.state().iter().map(|h| (**h).clone()).collect();
+    let scaled_objects = ctx.caches.scaled_objects_in(&namespace);
+    let autoscaler = autoscaler_of(deployment, &hpas, &scaled_objects);
+    let plan =
+        pdb::plan_admission(deployment, false, autoscaler.as_ref(), &namespace_view, &ctx.config, crd_uid);
+    if matches!(plan.action, Action::Create { .. }) && perform(ctx, &plan.action).await? {
+        count(ctx, &plan.action);
+        if let Some(event) = plan.action_event() {
+            publish(ctx, &[event]).await;
+        }
+    }
+    Ok(())
+}
+
+/// PDB CREATE/UPDATE admission (any replica): retire our PDBs a user PDB now doubles.
+pub async fn admitted_pdb(ctx: &Context, incoming: &PodDisruptionBudget) -> Result<(), kube::Error> {
+    let namespace = incoming.metadata.namespace.clone().unwrap_or_default();
+    let view = view(ctx, &namespace);
+    let namespace_view =
+        NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
+    for action in pdb::plan_pdb_admission(incoming, false, &namespace_view) {
+        if perform(ctx, &action).await? {
+            count(ctx, &action);
+        }
+    }
+    Ok(())
+}
+
+fn autoscaler_of<'a>(
+    deployment: &'a Deployment,
+    hpas: &'a [k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler],
+    scaled_objects: &'a [crate::keda::ScaledObject],
+) -> Option<Autoscaler<'a>> {
+    match scaler::detect(deployment, hpas, scaled_objects).ok()? {
+        Scaler::Deployment(_) => None,
+        Scaler::Hpa(hpa) => Some(Autoscaler::from_hpa(hpa)),
+        Scaler::Keda(so) => Some(Autoscaler::Keda {
+            min_replica_count: so.spec.min_replica_count,
+            annotations: so.metadata.annotations.as_ref(),
+        }),
+    }
+}
+
+/// Performs `action`. `Ok(false)` when it lost a race (409/422): plan again from fresh state.
+async fn perform(ctx: &Context, action: &Action) -> Result<bool, kube::Error> {
+    let result = match action {
+        Action::Nothing | Action::Skip { .. } => return Ok(true),
+        Action::Create { pdb } => {
+            let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
+            let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &namespace);
+            match api.create(&PostParams::default(), pdb).await {
+                Ok(_) => Ok(()),
+                Err(e) if error::is_already_exists(&e) => return Ok(true), // the other path was first
+                Err(e) => Err(e),
+            }
+        }
+        Action::UpdateMinAvailable { pdb, .. } | Action::Adopt { pdb, .. } => {
+            patch(ctx, pdb.namespace(), pdb.name(), action).await
+        }
+        Action::HandOver { pdb } => patch(ctx, pdb.namespace(), pdb.name(), action).await,
+        Action::Delete { pdb, .. } | Action::Retire { pdb, .. } => {
+            let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), pdb.namespace());
+            let wanted = pdb.delete_preconditions();
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    resource_version: wanted.resource_version,
+                    uid: wanted.uid,
+                }),
+                ..Default::default()
+            };
+            match api.delete(pdb.name(), &params).await {
+                Ok(_) => Ok(()),
+                Err(e) if error::is_not_found(&e) => return Ok(true),
+                Err(e) => Err(e),
+            }
+        }
+    };
+    match result {
+        Ok(()) => {
+            info!(action = ?action.outcome().map(|(o, _)| o.as_str()), "default PDB action done");
+            Ok(true)
+        }
+        Err(e) if error::is_conflict(&e) => {
+            debug!(error = %e, "PDB changed meanwhile; planning again");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn patch(ctx: &Context, namespace: &str, name: &str, action: &Action) -> Result<(), kube::Error> {
+    let Some(ops) = action.json_patch() else { return Ok(()) };
+    let ops: json_patch::Patch = serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
+    let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), namespace);
+    api.patch(name, &PatchParams::default(), &Patch::Json::<()>(ops)).await.map(|_| ())
+}
+
+fn count(ctx: &Context, action: &Action) {
+    if let Some((outcome, reason)) = action.outcome() {
+        ctx.metrics.pdb_action(outcome.as_str(), reason.unwrap_or(""));
+    }
+}
+
+async fn publish(ctx: &Context, events: &[PlannedEvent]) {
+    for planned in events {
+        let subject = &planned.subject;
+        let reference = ObjectReference {
+            api_version: Some(subject.api_version.to_owned()),
+            kind: Some(subject.kind.to_owned()),
+            namespace: subject.namespace.clone(),
+            name: Some(subject.name.clone()),
+            uid: subject.uid.clone(),
+            ..Default::default()
+        };
+        let event = Event {
+            type_: match planned.event_type {
+                pdb::EventType::Normal => EventType::Normal,
+                pdb::EventType::Warning => EventType::Warning,
+            },
+            reason: planned.reason.as_str().to_owned(),
+            note: Some(planned.note.chars().take(1000).collect()),
+            action: planned.reason.as_str().to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            warn!(reason = planned.reason.as_str(), error = %e, "could not publish Event");
+        }
+    }
+}
+
+/// Plans every PDB once (start, new leadership).
+pub async fn reconcile_all_pdbs(ctx: &Arc<Context>) {
+    for pdb in ctx.caches.pdbs.state() {
+        if let Err(e) = reconcile_pdb(ctx, &pdb).await {
+            warn!(pdb = ?pdb.metadata.name, error = %e, "PDB reconcile failed");
+        }
+    }
+}

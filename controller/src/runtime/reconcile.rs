@@ -1,0 +1,282 @@
+//! Evaluating one Deployment: observe, plan, re-read what the write touches and plan again,
+//! write once, then publish Events and EAS status. Runs on the Lease holder only.
+
+use std::sync::Arc;
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::Resource;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType};
+use serde_json::{Value, json};
+use tracing::{debug, info, instrument, warn};
+
+use super::context::Context;
+use super::housekeeping;
+use super::observe::observe;
+use super::queue::Key;
+use crate::error::{self, Error};
+use crate::keda::ScaledObject;
+use crate::surge::scaler::hpa_targets_deployment;
+use crate::surge::{self, Observed, Outcome, Plan, ScalerKind, Write};
+
+/// How long a 403 stops further writes for a Deployment (bounded writes, no hot loop).
+const FORBIDDEN_PAUSE_SECS: i64 = 300;
+
+/// Evaluates the Deployment `key`; returns when to evaluate it again, if ever.
+#[instrument(skip_all, fields(namespace = %key.0, deployment = %key.1))]
+pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp>, Error> {
+    let Some(cached) = ctx.deployment(key) else {
+        ctx.forget(key);
+        release_orphaned_autoscaler(ctx, key).await?;
+        return Ok(None);
+    };
+    let now = Timestamp::now();
+    let mut observed = observe(ctx, key, (*cached).clone(), now).await?;
+    let mut plan = surge::plan(&observed, &ctx.config, now);
+    if plan.write.is_some() {
+        // Never write from a trimmed cache copy: re-read what the write touches, decide again.
+        refresh(ctx, key, &mut observed).await?;
+        plan = surge::plan(&observed, &ctx.config, now);
+    }
+    if let Some(write) = &plan.write {
+        match apply(ctx, key, write).await {
+            Ok(()) => record_action(ctx, key, &plan),
+            Err(e) if error::is_conflict(&e) => {
+                debug!("conflict on write; re-reading");
+                ctx.queue.schedule_now(key.clone());
+                return Ok(None);
+            }
+            Err(e) if error::is_forbidden(&e) => {
+                let message = format!(
+                    "writing {} {} was forbidden: {}",
+                    kind_name(write.kind),
+                    write.name,
+                    error::message(&e)
+                );
+                warn!(%message, "surge write forbidden; pausing writes for this Deployment");
+                let until = now
+                    .checked_add(SignedDuration::from_secs(FORBIDDEN_PAUSE_SECS))
+                    .unwrap_or(Timestamp::MAX);
+                ctx.with_memory(key, |m| m.forbidden = Some((message, until)));
+                // Evaluate again now to record SurgeForbidden; no write happens until `until`.
+                ctx.queue.schedule_now(key.clone());
+                return Ok(Some(until));
+            }
+            Err(e) if error::is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    publish_events(ctx, &observed.deployment, &plan).await;
+    housekeeping::eas_status(ctx, key, &observed, &plan, now).await?;
+    housekeeping::eas_objects(ctx, key, &observed, plan.surge_value.is_some()).await?;
+    let surged = plan.surge_value.is_some();
+    let expired = matches!(plan.outcome, Outcome::Reverted { expired: true });
+    ctx.with_memory(key, |m| {
+        m.surged = surged;
+        if !surged {
+            m.resumed_at = None;
+        }
+        if expired {
+            m.expired_at = Some(now);
+        }
+    });
+    ctx.metrics.active_surges.set(i64::try_from(ctx.surged_count()).unwrap_or(i64::MAX));
+    ctx.metrics.set_degraded(&format!("{}/{}", key.0, key.1), plan.degraded.as_ref().map(|d| d.reason));
+    // A paused (403) Deployment is looked at again when the pause ends, event or not.
+    let pause_end = ctx.with_memory(key, |m| m.forbidden.as_ref().map(|(_, until)| *until));
+    Ok(match (plan.next_check, pause_end) {
+        (Some(next), Some(end)) => Some(next.min(end)),
+        (next, end) => next.or(end),
+    })
+}
+
+/// The Deployment is gone but its HPA or ScaledObject still carries our raised minimum:
+/// restore it (the same revert the state machine plans for an out-of-scope Deployment).
+async fn release_orphaned_autoscaler(ctx: &Context, key: &Key) -> Result<(), kube::Error> {
+    let (namespace, name) = key;
+    let hpas: Vec<_> = ctx
+        .caches
+        .hpas
+        .state()
+        .iter()
+        .filter(|h| {
+            h.metadata.namespace.as_deref() == Some(namespace.as_str()) && hpa_targets_deployment(h, name)
+        })
+        .map(|h| (**h).clone())
+        .collect();
+    let scaled_objects: Vec<_> =
+        ctx.caches.scaled_objects_in(namespace).into_iter().filter(|s| s.targets_deployment(name)).collect();
+    let mut stub = Deployment::default();
+    stub.metadata.name = Some(name.clone());
+    stub.metadata.namespace = Some(namespace.clone());
+    let mut observed = Observed { deployment: stub, hpas, scaled_objects, ..Default::default() };
+    let planned = surge::plan(&observed, &ctx.config, Timestamp::now());
+    let Some(write) = planned.write.filter(|w| w.kind != ScalerKind::Deployment) else { return Ok(()) };
+    refresh_autoscalers(ctx, key, &mut observed).await?;
+    let planned = surge::plan(&observed, &ctx.config, Timestamp::now());
+    if planned.write.as_ref().is_some_and(|w| w.kind == write.kind) {
+        let write = Write { deployment_replicas: None, ..planned.write.unwrap_or(write) };
+        match apply(ctx, key, &write).await {
+            Ok(()) => info!(object = %write.name, "Deployment deleted: restored its autoscaler's minimum"),
+            Err(e) if error::is_conflict(&e) || error::is_not_found(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn kind_name(kind: ScalerKind) -> &'static str {
+    match kind {
+        ScalerKind::Deployment => "Deployment",
+        ScalerKind::Hpa => "HorizontalPodAutoscaler",
+        ScalerKind::ScaledObject => "ScaledObject",
+    }
+}
+
+/// Replaces the cached Deployment, HPAs and ScaledObjects with fresh reads.
+async fn refresh(ctx: &Context, key: &Key, observed: &mut Observed) -> Result<(), kube::Error> {
+    let (namespace, name) = key;
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
+    observed.deployment = deployments.get(name).await?;
+    refresh_autoscalers(ctx, key, observed).await
+}
+
+/// Replaces the cached HPAs and ScaledObjects scaling `key` with fresh reads.
+async fn refresh_autoscalers(ctx: &Context, key: &Key, observed: &mut Observed) -> Result<(), kube::Error> {
+    let (namespace, name) = key;
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
+    for hpa in observed.hpas.iter_mut().filter(|h| hpa_targets_deployment(h, name)) {
+        if let Some(fresh) = hpas.get_opt(hpa.metadata.name.as_deref().unwrap_or_default()).await? {
+            *hpa = fresh;
+        }
+    }
+    let scaled: Api<ScaledObject> = Api::namespaced(ctx.client.clone(), namespace);
+    for so in observed.scaled_objects.iter_mut().filter(|s| s.targets_deployment(name)) {
+        if let Some(fresh) = scaled.get_opt(so.metadata.name.as_deref().unwrap_or_default()).await? {
+            *so = fresh;
+        }
+    }
+    Ok(())
+}
+
+/// The merge patch for `write`: value and annotations together, guarded by resourceVersion
+/// (a merge patch carrying metadata.resourceVersion fails with 409 if the object moved on).
+pub fn write_patch(write: &Write) -> Value {
+    let annotations: serde_json::Map<String, Value> = write
+        .annotations
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
+        .collect();
+    let mut patch =
+        json!({"metadata": {"resourceVersion": write.resource_version, "annotations": annotations}});
+    if let Some(value) = write.value {
+        let field = match write.kind {
+            ScalerKind::Deployment => "replicas",
+            ScalerKind::Hpa => "minReplicas",
+            ScalerKind::ScaledObject => "minReplicaCount",
+        };
+        patch["spec"] = json!({ field: value });
+    }
+    patch
+}
+
+async fn apply(ctx: &Context, key: &Key, write: &Write) -> Result<(), kube::Error> {
+    let (namespace, name) = key;
+    let params = PatchParams::default();
+    let patch = Patch::Merge(write_patch(write));
+    match write.kind {
+        ScalerKind::Deployment => {
+            Api::<Deployment>::namespaced(ctx.client.clone(), namespace)
+                .patch(&write.name, &params, &patch)
+                .await?;
+        }
+        ScalerKind::Hpa => {
+            Api::<HorizontalPodAutoscaler>::namespaced(ctx.client.clone(), namespace)
+                .patch(&write.name, &params, &patch)
+                .await?;
+        }
+        ScalerKind::ScaledObject => {
+            Api::<ScaledObject>::namespaced(ctx.client.clone(), namespace)
+                .patch(&write.name, &params, &patch)
+                .await?;
+        }
+    }
+    if let Some(replicas) = write.deployment_replicas {
+        // The autoscaler acts on its own schedule; scale now so the budget opens now. Not
+        // guarded: it only raises replicas to the floor the autoscaler now enforces anyway.
+        let scale = Patch::Merge(json!({"spec": {"replicas": replicas}}));
+        Api::<Deployment>::namespaced(ctx.client.clone(), namespace).patch(name, &params, &scale).await?;
+    }
+    Ok(())
+}
+
+fn record_action(ctx: &Context, key: &Key, plan: &Plan) {
+    let action = match plan.outcome {
+        Outcome::Started => "surge",
+        Outcome::SteppedUp => "step_up",
+        Outcome::Resurged => "resurge",
+        Outcome::Reverted { expired: false } => "revert",
+        Outcome::Reverted { expired: true } => "expire",
+        Outcome::OverrideRecorded => "override_recorded",
+        _ => "other",
+    };
+    ctx.metrics.action(action);
+    info!(action, surge_value = ?plan.surge_value, baseline = plan.baseline, annotations = ?plan.annotation_summary(), "scale write acknowledged");
+    let started = matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged);
+    let first = ctx.with_memory(key, |m| {
+        if started || matches!(plan.outcome, Outcome::Reverted { .. }) {
+            m.first_blocked_signal.take()
+        } else {
+            None
+        }
+    });
+    if let (true, Some(first)) = (started, first) {
+        ctx.metrics.signal_to_scale_latency.observe(first.elapsed().as_secs_f64());
+    }
+}
+
+async fn publish_events(ctx: &Context, deployment: &Deployment, plan: &Plan) {
+    let reference = deployment.object_ref(&());
+    for planned in &plan.events {
+        let event = Event {
+            type_: if planned.warning { EventType::Warning } else { EventType::Normal },
+            reason: planned.reason.to_owned(),
+            note: Some(planned.note.chars().take(1000).collect()),
+            action: planned.reason.to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
+            warn!(reason = planned.reason, error = %e, "could not publish Event");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::surge::AnnotationEdits;
+
+    #[test]
+    fn write_patch_is_guarded_and_atomic() {
+        let write = Write {
+            kind: ScalerKind::Deployment,
+            name: "web".into(),
+            resource_version: Some("42".into()),
+            value: Some(2),
+            annotations: AnnotationEdits::from([
+                ("evictionSurgeReplicas".to_owned(), Some("2".to_owned())),
+                ("gone".to_owned(), None),
+            ]),
+            deployment_replicas: None,
+        };
+        assert_eq!(
+            write_patch(&write),
+            json!({"metadata": {"resourceVersion": "42", "annotations": {"evictionSurgeReplicas": "2", "gone": null}},
+                   "spec": {"replicas": 2}})
+        );
+        let hpa = Write { kind: ScalerKind::Hpa, value: None, ..write };
+        assert!(write_patch(&hpa).get("spec").is_none(), "annotation-only write leaves the spec alone");
+    }
+}

@@ -1,0 +1,210 @@
+//! A drain in a simulated cluster (kube-sim with its controllers, scheduler, kubelet,
+//! disruption controller and eviction subresource): cordon → surge → the blocked eviction
+//! goes through → the emptied (still cordoned) node lets it revert; a full cluster is reported.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sim, config, eventually, start_controller};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+const WORKLOAD: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: apps}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: apps}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx}]}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: apps}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+"#;
+
+fn behaviour() -> kube_sim::ClusterBehaviour {
+    kube_sim::ClusterBehaviour {
+        nodes: 3,
+        pod_ready_delay: Duration::from_secs(1),
+        termination_grace_scale: 0.01,
+        ..Default::default()
+    }
+}
+
+async fn allowed(pdbs: &Api<PodDisruptionBudget>) -> Option<i32> {
+    pdbs.get("web").await.ok()?.status.map(|s| s.disruptions_allowed)
+}
+
+#[tokio::test]
+async fn cordon_surges_the_eviction_passes_and_the_emptied_node_lets_it_revert() {
+    let sim = Sim::start_with(Some(behaviour())).await;
+    let client = sim.client().await;
+    create_all(&client, WORKLOAD).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "apps");
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "apps");
+    let first = eventually("one Ready pod and a blocking budget", WAIT, || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
+        let pod = list.items.into_iter().find(eviction_autoscaler_controller::displaced::is_displaceable)?;
+        (allowed(&pdbs).await == Some(0)).then_some(pod)
+    })
+    .await;
+    let node = first.spec.as_ref().and_then(|s| s.node_name.clone()).expect("scheduled");
+    let pod_name = first.metadata.name.clone().expect("name");
+    let running = start_controller(&sim, config("1s", "1h")).await;
+    eventually("caches synced", WAIT, || async { running.readiness.caches_synced().then_some(()) }).await;
+
+    let nodes: Api<Node> = Api::all(client.clone());
+    let params = PatchParams::default();
+    nodes
+        .patch(&node, &params, &Patch::Merge(json!({"spec": {"unschedulable": true}})))
+        .await
+        .expect("cordon");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    eventually("surged to 2 on the drain edge", WAIT, || async {
+        deployments.get("web").await.ok().filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2))
+    })
+    .await;
+    eventually("the budget opens once the surge pod is Ready", WAIT, || async {
+        (allowed(&pdbs).await == Some(1)).then_some(())
+    })
+    .await;
+    // The webhook saw the eviction attempts (kubectl retries while the budget is closed).
+    let signal = eviction_autoscaler_shared::signal::Signal {
+        namespace: "apps".into(),
+        pod: pod_name.clone(),
+        at: jiff::Timestamp::now(),
+        user: "kubectl".into(),
+    };
+    assert!(running.signals.offer(signal));
+    pods.evict(&pod_name, &EvictParams::default()).await.expect("the eviction is allowed now");
+    eventually("the evicted pod is gone", WAIT, || async {
+        pods.get_opt(&pod_name).await.ok()?.is_none().then_some(())
+    })
+    .await;
+
+    // As after `kubectl drain`: the node stays cordoned, but nothing is left to evict on it.
+    let reverted = eventually("back to 1 replica after the drain and the cooldown", WAIT, || async {
+        deployments.get("web").await.ok().filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(1))
+    })
+    .await;
+    let annotations = reverted.metadata.annotations.unwrap_or_default();
+    assert!(!annotations.contains_key("evictionSurgeReplicas"), "annotations gone: {annotations:?}");
+    // The signal is still within its window, but its pod is gone: no second surge.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let d = deployments.get("web").await.expect("deployment");
+    assert_eq!(d.spec.and_then(|s| s.replicas), Some(1), "no re-surge from a stale signal");
+    running.stop().await;
+}
+
+/// Creates the manifests through the API (not seeded), so the controllers see ordinary creates.
+async fn create_all(client: &kube::Client, yaml: &str) {
+    for object in kube_sim::seed::parse_manifests(yaml).expect("manifests") {
+        let api: Api<kube::core::DynamicObject> = match object["kind"].as_str() {
+            Some("Namespace") => Api::all_with(client.clone(), &ar("", "v1", "Namespace", "namespaces")),
+            Some("Deployment") => {
+                Api::namespaced_with(client.clone(), "apps", &ar("apps", "v1", "Deployment", "deployments"))
+            }
+            _ => Api::namespaced_with(
+                client.clone(),
+                "apps",
+                &ar("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+            ),
+        };
+        let object: kube::core::DynamicObject = serde_json::from_value(object).expect("object");
+        api.create(&Default::default(), &object).await.expect("create");
+    }
+}
+
+fn ar(group: &str, version: &str, kind: &str, plural: &str) -> kube::core::ApiResource {
+    kube::core::ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() { version.into() } else { format!("{group}/{version}") },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+const FILLER: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: filler, namespace: apps}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: filler}}
+  template:
+    metadata: {labels: {app: filler}}
+    spec: {containers: [{name: c, image: nginx}]}
+"#;
+
+#[tokio::test]
+async fn a_surge_into_a_full_cluster_is_reported_and_reverted_after_uncordon() {
+    // Two nodes with room for one pod each: `filler` takes one, `web` the other.
+    let sim =
+        Sim::start_with(Some(kube_sim::ClusterBehaviour { nodes: 2, pods_per_node: 1, ..behaviour() })).await;
+    let client = sim.client().await;
+    create_all(&client, WORKLOAD).await;
+    create_all(&client, FILLER).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "apps");
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "apps");
+    let web = eventually("web Ready and blocked", WAIT, || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
+        let pod = list.items.into_iter().find(eviction_autoscaler_controller::displaced::is_displaceable)?;
+        (allowed(&pdbs).await == Some(0)).then_some(pod)
+    })
+    .await;
+    let node = web.spec.and_then(|s| s.node_name).expect("scheduled");
+    let running = start_controller(&sim, config("1s", "1h")).await;
+    eventually("caches synced", WAIT, || async { running.readiness.caches_synced().then_some(()) }).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let params = PatchParams::default();
+    nodes
+        .patch(&node, &params, &Patch::Merge(json!({"spec": {"unschedulable": true}})))
+        .await
+        .expect("cordon");
+
+    let eas: Api<eviction_autoscaler_shared::crd::EvictionAutoScaler> =
+        Api::namespaced(client.clone(), "apps");
+    eventually("EAS says the surge pod cannot be scheduled", WAIT, || async {
+        let status = eas.get("web").await.ok()?.status?;
+        status.conditions.into_iter().find(|c| c.type_ == "Degraded" && c.reason == "SurgeUnschedulable")
+    })
+    .await;
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), "apps");
+    let reasons: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(reasons.contains(&"SurgeUnschedulable".to_owned()), "{reasons:?}");
+
+    nodes
+        .patch(&node, &params, &Patch::Merge(json!({"spec": {"unschedulable": false}})))
+        .await
+        .expect("uncordon");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    eventually("back to the baseline after uncordon and the cooldown", WAIT, || async {
+        deployments.get("web").await.ok().filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(1))
+    })
+    .await;
+    running.stop().await;
+}

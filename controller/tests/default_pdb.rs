@@ -1,0 +1,94 @@
+//! The default-PDB planner driven by the runtime against kube-sim: a Deployment no PDB
+//! covers gets one (owned by the CRD), a user PDB retires it, and it goes with its Deployment.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Sim, eventually, start_controller};
+use eviction_autoscaler_shared::config::{Config, SettingsArgs};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+const DEPLOYMENT: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: apps}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: apps}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: c, image: nginx}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: apps}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx}]}
+"#;
+
+fn config() -> Arc<Config> {
+    let args = SettingsArgs {
+        enabled_by_default: Some("true".into()),
+        pdb_create: Some("true".into()),
+        leader_elect: Some("false".into()),
+        ..Default::default()
+    };
+    Arc::new(Config::resolve(&args, None).expect("config"))
+}
+
+#[tokio::test]
+async fn default_pdb_is_created_retired_by_a_user_pdb_and_removed_with_its_deployment() {
+    let sim = Sim::start().await;
+    sim.seed(DEPLOYMENT).await;
+    let client = sim.client().await;
+    let running = start_controller(&sim, config()).await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "apps");
+    let created = eventually("default PDB created", WAIT, || async {
+        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()
+    })
+    .await;
+    let spec = created.spec.clone().expect("spec");
+    assert_eq!(spec.min_available, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(2)));
+    let owner = created.metadata.owner_references.clone().unwrap_or_default();
+    assert_eq!(owner.first().map(|o| o.kind.as_str()), Some("CustomResourceDefinition"));
+
+    eventually("default PDB for api too", WAIT, || async {
+        pdbs.get_opt("api-eviction-autoscaler").await.ok().flatten()
+    })
+    .await;
+
+    // A chart ships its own PDB for web: ours is retired (two PDBs would fail every eviction).
+    let user_pdb: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web-chart", "namespace": "apps"},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+    }))
+    .expect("pdb");
+    pdbs.create(&Default::default(), &user_pdb).await.expect("user PDB");
+    eventually("ours retired for the user's", WAIT, || async {
+        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten().is_none().then_some(())
+    })
+    .await;
+    assert!(pdbs.get_opt("web-chart").await.expect("get").is_some(), "the user's PDB is never touched");
+
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    deployments.delete("api", &DeleteParams::default()).await.expect("delete Deployment");
+    eventually("default PDB removed with its Deployment", WAIT, || async {
+        pdbs.get_opt("api-eviction-autoscaler").await.ok().flatten().is_none().then_some(())
+    })
+    .await;
+    running.stop().await;
+}

@@ -1,0 +1,147 @@
+//! KEDA picked up from its CRD, and leader fail-over: the follower resumes a surge from the
+//! annotations and reverts it.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Sim, config, drain_fixture, eventually, start_controller, start_custom};
+use eviction_autoscaler_controller::keda::ScaledObject;
+use eviction_autoscaler_controller::runtime::leader::LeaseTimings;
+use eviction_autoscaler_shared::config::{Config, SettingsArgs};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+const KEDA_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: scaledobjects.keda.sh}
+spec:
+  group: keda.sh
+  names: {kind: ScaledObject, plural: scaledobjects, singular: scaledobject, listKind: ScaledObjectList}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#;
+
+const SCALED_OBJECT: &str = r#"
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: web, namespace: apps}
+spec:
+  scaleTargetRef: {name: web}
+  minReplicaCount: 1
+  maxReplicaCount: 5
+  triggers: [{type: cpu, metadata: {value: "50"}}]
+"#;
+
+async fn finish_drain(client: &kube::Client) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .patch("n1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"unschedulable": false}})))
+        .await
+        .expect("uncordon");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "apps");
+    pods.delete("web-5d9c7-x1", &Default::default()).await.expect("pod gone");
+}
+
+#[tokio::test]
+async fn keda_installed_after_start_is_picked_up_and_its_minimum_raised() {
+    let sim = Sim::start().await;
+    sim.seed(&drain_fixture(1, "", false, true)).await;
+    let client = sim.client().await;
+    let running = start_controller(&sim, config("1s", "1h")).await;
+    eventually("caches synced", WAIT, || async { running.readiness.caches_synced().then_some(()) }).await;
+    // KEDA arrives later, then the drain starts.
+    sim.seed(KEDA_CRD).await;
+    sim.seed(SCALED_OBJECT).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .patch("n1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"unschedulable": true}})))
+        .await
+        .expect("cordon");
+
+    let scaled: Api<ScaledObject> = Api::namespaced(client.clone(), "apps");
+    let raised = eventually("ScaledObject minReplicaCount raised to 2", WAIT, || async {
+        scaled.get("web").await.ok().filter(|s| s.spec.min_replica_count == Some(2))
+    })
+    .await;
+    let marks = raised.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        marks.get("eviction-autoscaler.azure.com/original-min-replicas").map(String::as_str),
+        Some("1")
+    );
+    let raw: Api<kube::core::DynamicObject> =
+        Api::namespaced_with(client.clone(), "apps", &kube::core::ApiResource::erase::<ScaledObject>(&()));
+    let object = raw.get("web").await.expect("raw ScaledObject");
+    assert!(object.data["spec"]["triggers"].is_array(), "fields we do not model survive our write");
+
+    finish_drain(&client).await;
+    eventually("ScaledObject minimum restored", WAIT, || async {
+        scaled.get("web").await.ok().filter(|s| s.spec.min_replica_count == Some(1))
+    })
+    .await;
+    running.stop().await;
+}
+
+fn elected() -> Arc<Config> {
+    let args = SettingsArgs {
+        enabled_by_default: Some("true".into()),
+        cooldown: Some("1s".into()),
+        leader_elect: Some("true".into()),
+        lease_namespace: Some("default".into()),
+        ..Default::default()
+    };
+    Arc::new(Config::resolve(&args, None).expect("config"))
+}
+
+#[tokio::test]
+async fn the_follower_takes_over_a_surge_and_reverts_it() {
+    let sim = Sim::start().await;
+    sim.seed(&drain_fixture(1, "", true, true)).await;
+    let client = sim.client().await;
+    let timings = LeaseTimings {
+        duration: Duration::from_secs(3),
+        renew_every: Duration::from_millis(500),
+        retry_every: Duration::from_millis(200),
+    };
+    let first = start_custom(&sim, elected(), |c| c.with_identity("first").with_lease_timings(timings)).await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    eventually("first holds the lease", WAIT, || async {
+        let holder = leases.get("eviction-autoscaler").await.ok()?.spec?.holder_identity?;
+        (holder == "first").then_some(())
+    })
+    .await;
+    let second =
+        start_custom(&sim, elected(), |c| c.with_identity("second").with_lease_timings(timings)).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    eventually("surged by the holder", WAIT, || async {
+        deployments.get("web").await.ok().filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2))
+    })
+    .await;
+    first.stop().await;
+    eventually("second takes over", WAIT, || async {
+        let holder = leases.get("eviction-autoscaler").await.ok()?.spec?.holder_identity?;
+        (holder == "second").then_some(())
+    })
+    .await;
+    finish_drain(&client).await;
+    eventually("the new holder reverts", WAIT, || async {
+        deployments.get("web").await.ok().filter(|d| {
+            d.spec.as_ref().and_then(|s| s.replicas) == Some(1)
+                && !d.metadata.annotations.clone().unwrap_or_default().contains_key("evictionSurgeReplicas")
+        })
+    })
+    .await;
+    second.stop().await;
+}
