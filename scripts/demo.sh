@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
-# The product's main job on the embedded emulator. Until the controller lands this shows the
-# pieces that exist: the validated configuration and the CRD the controller serves.
+# The product's main job on the embedded emulator: a blocked drain, the surge, the drain
+# completing, the revert. Exits non-zero unless all of it happened.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -q --workspace
-bin=target/debug/eviction-autoscaler
-echo "== eviction-autoscaler $($bin version)"
-echo "== effective configuration (defaults = AKS basic install)"
-$bin config
-echo "== the EvictionAutoScaler CRD (kubectl get evictionautoscalers)"
-$bin crd | head -20
+cargo build -q --bin eviction-autoscaler
+cargo run -q --example demo

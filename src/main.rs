@@ -1,7 +1,7 @@
 //! `eviction-autoscaler`: thin wiring. Parse the command line, load and validate the
 //! configuration, then hand over to the webhook and controller crates.
 
-use std::process::ExitCode;
+use std::{net::IpAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -24,8 +24,24 @@ enum Command {
     Config(SettingsArgs),
     /// Print the EvictionAutoScaler CustomResourceDefinition as YAML.
     Crd,
+    /// Write a CA and a serving certificate signed by it (ca.crt, tls.crt, tls.key) for local
+    /// runs, tests and the demo. Clusters use cert-manager or the self-managed Secret.
+    Certs(CertsArgs),
     /// Print the version.
     Version,
+}
+
+#[derive(clap::Args, Debug)]
+struct CertsArgs {
+    /// Directory to write ca.crt, tls.crt and tls.key into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// DNS names of the serving certificate (e.g. eviction-autoscaler.NS.svc).
+    #[arg(long = "dns", value_name = "NAME")]
+    dns: Vec<String>,
+    /// IP addresses of the serving certificate (e.g. 127.0.0.1).
+    #[arg(long = "ip", value_name = "ADDR")]
+    ip: Vec<IpAddr>,
 }
 
 fn main() -> ExitCode {
@@ -39,6 +55,13 @@ fn main() -> ExitCode {
         Command::Crd => {
             print!("{}", eviction_autoscaler_shared::crd::crd_yaml());
             Ok(())
+        }
+        Command::Certs(CertsArgs { out, dns, ip }) => {
+            eviction_autoscaler_webhook::certs::generate(&out, &dns, &ip)
+                .map(|_| {
+                    println!("wrote {0}/ca.crt, {0}/tls.crt, {0}/tls.key", out.display());
+                })
+                .map_err(Into::into)
         }
         Command::Version => {
             println!("eviction-autoscaler {}", env!("CARGO_PKG_VERSION"));
@@ -78,11 +101,122 @@ fn init_logging(format: LogFormat) {
     }
 }
 
+/// Pending signals between the webhook and the controller; beyond this they are dropped and
+/// counted (a drain retries every 5 s, so a dropped signal is seen again).
+const SIGNAL_QUEUE_CAPACITY: usize = 4096;
+
 fn run(config: Config) -> anyhow::Result<()> {
     init_logging(config.log_format);
-    tracing::info!(?config, "configuration valid");
-    anyhow::bail!(
-        "`run` is not wired up yet: the webhook and the controller are still being built \
-         (configuration is valid; see `eviction-autoscaler config`)"
-    )
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(Arc::new(config)))
+}
+
+/// Starts the webhook, the health port and (unless disabled) the controller; stops all of
+/// them on SIGTERM/SIGINT and returns the first error.
+async fn serve(config: Arc<Config>) -> anyhow::Result<()> {
+    use eviction_autoscaler_shared::{admission::IgnoreAdmissions, health::Readiness, signal::signal_queue};
+    use eviction_autoscaler_webhook as webhook;
+
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), ?config, "starting");
+    let mut registry = prometheus_client::registry::Registry::with_prefix("eviction_autoscaler");
+    let readiness = Readiness::new();
+    let (signal_tx, signal_rx) = signal_queue(SIGNAL_QUEUE_CAPACITY);
+    let webhook_metrics = webhook::Metrics::new();
+    webhook_metrics.register(&mut registry);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+
+    let (controller, handler): (_, Arc<dyn eviction_autoscaler_shared::admission::AdmissionHandler>) =
+        if config.controller_enabled {
+            let client = kube_client().await?;
+            let controller = eviction_autoscaler_controller::Controller::new(
+                config.clone(),
+                client,
+                readiness.clone(),
+                &mut registry,
+            );
+            let handler = Arc::new(controller.admission_handler());
+            (Some(controller), handler)
+        } else {
+            tracing::warn!(
+                "controller disabled (--controller-enabled=false): webhook only, nothing is written"
+            );
+            readiness.set_caches_synced(true);
+            (None, Arc::new(IgnoreAdmissions))
+        };
+
+    let mut settings = webhook::ServeSettings::new(
+        config.webhook_addr,
+        config.tls_cert_file.clone(),
+        config.tls_key_file.clone(),
+    );
+    settings.reload_interval = config.tls_reload_interval;
+    let server = webhook::WebhookServer::bind(settings, webhook_metrics.clone(), readiness.clone()).await?;
+    tracing::info!(addr = %server.local_addr()?, "webhook listening (TLS)");
+    let app = webhook::router(webhook::WebhookState::new(signal_tx, handler, webhook_metrics));
+
+    let registry = Arc::new(registry);
+    let mut tasks = tokio::task::JoinSet::new();
+    let stop = shutdown.clone();
+    tasks.spawn(async move { server.run(app, stop.cancelled_owned()).await.map_err(anyhow::Error::from) });
+    let stop = shutdown.clone();
+    let health_addr = config.health_addr;
+    let health_readiness = readiness.clone();
+    tasks.spawn(async move {
+        webhook::serve_health(health_addr, registry, health_readiness, stop.cancelled_owned())
+            .await
+            .map_err(anyhow::Error::from)
+    });
+    if let Some(controller) = controller {
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            controller.run(signal_rx, stop.cancelled_owned()).await.map_err(anyhow::Error::from)
+        });
+    }
+
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        stop.cancel();
+    });
+
+    // The first task to end (error or not) stops the others; the first error is returned.
+    let mut result = Ok(());
+    while let Some(joined) = tasks.join_next().await {
+        shutdown.cancel();
+        let outcome = joined.map_err(anyhow::Error::from).and_then(|r| r);
+        if result.is_ok() {
+            result = outcome;
+        }
+    }
+    result
+}
+
+/// A client from KUBECONFIG / ~/.kube/config / in-cluster, as kube-rs finds it, that names
+/// itself in every request (so audit logs show who wrote what).
+async fn kube_client() -> anyhow::Result<kube::Client> {
+    let mut config = kube::Config::infer()
+        .await
+        .context("cannot find the cluster (KUBECONFIG, ~/.kube/config or in-cluster config)")?;
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("eviction-autoscaler/", env!("CARGO_PKG_VERSION"))),
+    ));
+    kube::Client::try_from(config).context("cannot build a Kubernetes client")
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the process");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }

@@ -70,9 +70,18 @@ pub fn hold(i: HoldInputs) -> Hold {
         Some(HoldReason::Cooldown) => {
             Hold::Keep { recheck_at: cooldown_end.min(expiry), reason: HoldReason::Cooldown }
         }
-        // The other reasons end on a node or pod event; the timer only enforces max-hold.
-        Some(reason) => Hold::Keep { recheck_at: expiry, reason },
+        // Pods are not watched (no cluster-wide pod cache), so their leaving a draining node
+        // raises no event: look again after a short, bounded interval.
+        Some(reason) => {
+            Hold::Keep { recheck_at: add(i.now, presence_recheck(i.cooldown)).min(expiry), reason }
+        }
     }
+}
+
+/// How often a surge held by pods on draining nodes is looked at again: the cooldown, kept
+/// between 1 s (no hot loop) and 15 s (the revert follows the drain promptly).
+pub fn presence_recheck(cooldown: Duration) -> Duration {
+    cooldown.clamp(Duration::from_secs(1), Duration::from_secs(15))
 }
 
 fn add(t: Timestamp, d: Duration) -> Timestamp {
@@ -155,7 +164,7 @@ mod tests {
             (
                 "pods still on the node after cooldown (kubectl back-off)",
                 inputs(2, true, 1100),
-                Hold::Keep { recheck_at: at(4600), reason: PodsOnDrainingNode },
+                Hold::Keep { recheck_at: at(1115), reason: PodsOnDrainingNode },
             ),
             (
                 "within cooldown, node done",
@@ -165,6 +174,11 @@ mod tests {
             (
                 "another node still draining",
                 inputs(0, true, 1100),
+                Hold::Keep { recheck_at: at(1115), reason: DrainInProgress },
+            ),
+            (
+                "still draining just before max-hold",
+                inputs(0, true, 4590),
                 Hold::Keep { recheck_at: at(4600), reason: DrainInProgress },
             ),
             ("drain over, cooldown over", inputs(0, false, 1060), Hold::Revert { expired: false }),

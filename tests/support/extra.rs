@@ -1,0 +1,199 @@
+//! Harness additions for crash, fail-over and failure scenarios: a second product process with
+//! its own ports, a kubectl running in the background while the test acts, and readers for
+//! what a user checks (EAS conditions, Events, the Lease holder, an object right now).
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Env, Product, free_addr, http_get, wait_for};
+
+/// A product process started next to `Env::product`, with its own webhook and health ports.
+pub struct ExtraProduct {
+    pub product: Product,
+    pub webhook_addr: SocketAddr,
+    pub health_addr: SocketAddr,
+}
+
+impl ExtraProduct {
+    /// Its log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.product.log).unwrap_or_default()
+    }
+}
+
+/// A `kubectl` started in the background; `finish` waits for it: (success, stdout + stderr).
+pub struct BackgroundKubectl {
+    child: tokio::process::Child,
+}
+
+impl BackgroundKubectl {
+    pub async fn finish(self) -> (bool, String) {
+        let out = self.child.wait_with_output().await.expect("background kubectl runs");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    }
+}
+
+/// A condition of an EvictionAutoScaler: (status, reason, message).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Env {
+    /// Starts another `eviction-autoscaler run` with its own ports and `POD_NAME=pod_name`
+    /// (the Lease holder identity starts with it), and waits for its `/readyz`. The cluster's
+    /// webhook Service keeps pointing at `Env::product` until `route_webhook_to` moves it.
+    pub async fn start_extra_product(&self, pod_name: &str, extra: &[&str]) -> ExtraProduct {
+        let certs = self.certs_dir();
+        let webhook_addr = free_addr();
+        let health_addr = free_addr();
+        let log = self.dir.path().join(format!("product-{pod_name}.log"));
+        let mut cmd = std::process::Command::new(&self.bin);
+        cmd.arg("run")
+            .arg(format!("--webhook-addr={webhook_addr}"))
+            .arg(format!("--health-addr={health_addr}"))
+            .arg(format!("--tls-cert-file={}", certs.join("tls.crt").display()))
+            .arg(format!("--tls-key-file={}", certs.join("tls.key").display()))
+            .arg("--lease-namespace=default")
+            .args(extra)
+            .env("KUBECONFIG", self.sim.kubeconfig_path())
+            .env("POD_NAME", pod_name)
+            .env("RUST_LOG", "info,eviction_autoscaler=debug,eviction_autoscaler_controller=debug")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        let child = cmd.spawn().expect("spawn eviction-autoscaler");
+        let product = Product { child, log };
+        wait_for("the extra product's /readyz to answer 200", Duration::from_secs(60), || async move {
+            http_get(health_addr, "/readyz").await.filter(|(code, _)| *code == 200).map(|_| ())
+        })
+        .await;
+        ExtraProduct { product, webhook_addr, health_addr }
+    }
+
+    /// Points the webhook Service (deploy/webhook.yaml) at `addr`.
+    pub fn route_webhook_to(&self, addr: SocketAddr) {
+        let behaviour = self.sim.behaviour().expect("kube-sim runs its controllers");
+        behaviour.set_service_endpoint(super::SERVICE.0, super::SERVICE.1, addr);
+    }
+
+    /// Starts kubectl in the background (same private HOME and cache as `Env::kubectl`).
+    pub fn spawn_kubectl(&self, args: &[&str]) -> BackgroundKubectl {
+        let home = self.dir.path().join("home");
+        let child = tokio::process::Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", self.sim.kubeconfig_path())
+            .env("HOME", &home)
+            .env("KUBECACHEDIR", home.join("cache"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("kubectl on PATH");
+        BackgroundKubectl { child }
+    }
+
+    /// An object as stored right now (in-process read; no request is logged).
+    pub fn object(&self, group: &str, version: &str, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+        let gvr = kube_sim::Gvr::new(group, version, plural);
+        self.sim.cluster().get(&gvr, Some(namespace), name).ok().map(|o| (*o).clone())
+    }
+
+    /// Deployment `namespace/name` right now.
+    pub fn deployment_now(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.object("apps", "v1", "deployments", namespace, name)
+    }
+
+    /// Condition `kind` of EvictionAutoScaler `namespace/name`, as `kubectl get` shows it.
+    pub async fn eas_condition(&self, namespace: &str, name: &str, kind: &str) -> Option<Condition> {
+        let eas = self.get(&["evictionautoscalers", "-n", namespace, name]).await?;
+        let conditions = eas.pointer("/status/conditions")?.as_array()?.clone();
+        let found = conditions.into_iter().find(|c| c["type"] == kind)?;
+        let text = |key: &str| found[key].as_str().unwrap_or_default().to_owned();
+        Some(Condition { status: text("status"), reason: text("reason"), message: text("message") })
+    }
+
+    /// Waits until EAS `namespace/name` is `Degraded=True` with `reason`; returns its message.
+    pub async fn wait_degraded(&self, namespace: &str, name: &str, reason: &str) -> String {
+        let what = format!("EvictionAutoScaler {namespace}/{name} Degraded with {reason}");
+        let found = tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                if let Some(c) = self.eas_condition(namespace, name, "Degraded").await
+                    && c.status == "True"
+                    && c.reason == reason
+                {
+                    return c.message;
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        })
+        .await;
+        match found {
+            Ok(message) => message,
+            Err(_) => {
+                let eas = self.get(&["evictionautoscalers", "-n", namespace, name]).await;
+                panic!("timed out waiting for {what}; EAS: {eas:?}\n--- product log ---\n{}", self.product_log())
+            }
+        }
+    }
+
+    /// Events in `namespace` as (reason, involved object name, message), via `kubectl get events`.
+    pub async fn events(&self, namespace: &str) -> Vec<(String, String, String)> {
+        let Some(list) = self.get(&["events", "-n", namespace]).await else { return Vec::new() };
+        list["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|e| {
+                        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+                        (text(&e["reason"]), text(&e["involvedObject"]["name"]), text(&e["message"]))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The holder of the product's Lease (`default/eviction-autoscaler`), if any.
+    pub fn lease_holder(&self) -> Option<String> {
+        let lease = self.object("coordination.k8s.io", "v1", "leases", "default", "eviction-autoscaler")?;
+        lease["spec"]["holderIdentity"].as_str().filter(|h| !h.is_empty()).map(str::to_owned)
+    }
+
+    /// Product writes to `resource` (plural), whatever their outcome, in order.
+    pub fn product_writes_to(&self, resource: &str) -> Vec<kube_sim::RequestRecord> {
+        self.product_writes().into_iter().filter(|r| r.resource == resource).collect()
+    }
+}
+
+impl Env {
+    /// Starts recording every version of object `namespace/name` of `gvr` (in-process watch).
+    pub fn record_object(&self, gvr: &kube_sim::Gvr, namespace: &str, name: &str) -> super::Recorder<Value> {
+        use futures::StreamExt as _;
+        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let opts = kube_sim::WatchOptions {
+            field_selector: Some(format!("metadata.name={name}")),
+            timeout: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        let mut stream = self.sim.cluster().watch(gvr, Some(namespace), &opts).expect("watch");
+        let sink = states.clone();
+        let task = tokio::spawn(async move {
+            while let Some(event) = stream.next().await {
+                // Bookmarks carry no object worth recording.
+                if event.object["metadata"]["name"].as_str().is_none_or(|n| n.is_empty()) {
+                    continue;
+                }
+                let object = (*event.object).clone();
+                sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(object);
+            }
+        });
+        super::Recorder { states, task }
+    }
+}

@@ -1,0 +1,432 @@
+//! The one end-to-end harness (TESTING.md): a kube-sim cluster in-process, certificates from
+//! the real binary, the product's CRD and webhook configuration applied with the real
+//! `kubectl`, the real `eviction-autoscaler` binary as a child process, and helpers to read
+//! kube-sim's request log. Every scenario and the demo use it; none copies it.
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use kube_sim::controllers::ClusterBehaviour;
+use kube_sim::{RequestRecord, Server, ServerOptions};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+/// Namespace and name of the webhook Service in `deploy/webhook.yaml`.
+pub const SERVICE: (&str, &str) = ("eviction-autoscaler", "eviction-autoscaler");
+/// The product's User-Agent prefix: how the request log tells its requests apart.
+pub const PRODUCT_AGENT: &str = "eviction-autoscaler/";
+
+/// A cluster (kube-sim), certificates, and at most one product process.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub sim: Server,
+    pub bin: PathBuf,
+    pub webhook_addr: SocketAddr,
+    pub health_addr: SocketAddr,
+    pub product: Option<Product>,
+    products_started: usize,
+}
+
+/// How the simulated cluster is shaped.
+#[derive(Clone, Debug)]
+pub struct ClusterShape {
+    pub nodes: usize,
+    pub pods_per_node: usize,
+}
+
+impl Default for ClusterShape {
+    fn default() -> Self {
+        Self { nodes: 3, pods_per_node: 110 }
+    }
+}
+
+/// A free loopback port (bound then released; good enough for tests on one machine).
+pub fn free_addr() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr")
+}
+
+impl Env {
+    /// Starts kube-sim with `shape`, routes the webhook Service to a local port, writes
+    /// certificates with the product's `certs` command, and applies the CRD and the webhook
+    /// configuration (with its `caBundle`) with kubectl.
+    pub async fn start(bin: impl Into<PathBuf>, shape: ClusterShape) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let webhook_addr = free_addr();
+        let health_addr = free_addr();
+        let behaviour = ClusterBehaviour {
+            nodes: shape.nodes,
+            pods_per_node: shape.pods_per_node,
+            pod_ready_delay: Duration::from_secs(1),
+            termination_grace_scale: 0.05,
+            ..ClusterBehaviour::default()
+        }
+        .with_service_endpoint(SERVICE.0, SERVICE.1, webhook_addr);
+        let options = ServerOptions::new(dir.path().join("kubeconfig")).with_behaviour(behaviour);
+        let sim = Server::start(options).await.expect("kube-sim starts");
+        let env =
+            Env { dir, sim, bin: bin.into(), webhook_addr, health_addr, product: None, products_started: 0 };
+        env.make_certs();
+        env.kubectl_ok(&["apply", "-f", &repo_path("deploy/crd.yaml")]).await;
+        env.register_webhook().await;
+        env
+    }
+
+    fn certs_dir(&self) -> PathBuf {
+        self.dir.path().join("certs")
+    }
+
+    fn make_certs(&self) {
+        let service_dns = format!("{}.{}.svc", SERVICE.1, SERVICE.0);
+        let status = std::process::Command::new(&self.bin)
+            .args(["certs", "--out"])
+            .arg(self.certs_dir())
+            .args(["--dns", &service_dns, "--dns", "localhost", "--ip", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("run eviction-autoscaler certs");
+        assert!(status.success(), "eviction-autoscaler certs failed");
+    }
+
+    /// Applies `deploy/webhook.yaml` with every `caBundle` set to our CA.
+    pub async fn register_webhook(&self) {
+        use base64::Engine as _;
+        let text = std::fs::read_to_string(repo_path("deploy/webhook.yaml")).expect("deploy/webhook.yaml");
+        let mut config: Value = serde_saphyr::from_str(&text).expect("webhook.yaml is YAML");
+        let ca = std::fs::read(self.certs_dir().join("ca.crt")).expect("ca.crt");
+        let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
+        for hook in config["webhooks"].as_array_mut().expect("webhooks") {
+            hook["clientConfig"]["caBundle"] = Value::String(bundle.clone());
+        }
+        self.apply_json(&config).await;
+    }
+
+    /// Removes the webhook configuration (the apiserver then calls nothing).
+    pub async fn unregister_webhook(&self) {
+        self.kubectl_ok(&["delete", "validatingwebhookconfiguration", "eviction-autoscaler"]).await;
+    }
+
+    /// Starts the product (`run`) with test-friendly defaults plus `extra` flags, and waits
+    /// until `/readyz` answers 200.
+    pub async fn start_product(&mut self, extra: &[&str]) {
+        let certs = self.certs_dir();
+        self.products_started += 1;
+        let log = self.dir.path().join(format!("product-{}.log", self.products_started));
+        let mut cmd = std::process::Command::new(&self.bin);
+        cmd.arg("run")
+            .arg(format!("--webhook-addr={}", self.webhook_addr))
+            .arg(format!("--health-addr={}", self.health_addr))
+            .arg(format!("--tls-cert-file={}", certs.join("tls.crt").display()))
+            .arg(format!("--tls-key-file={}", certs.join("tls.key").display()))
+            .arg("--lease-namespace=default")
+            .args(extra)
+            .env("KUBECONFIG", self.sim.kubeconfig_path())
+            .env("RUST_LOG", "info,eviction_autoscaler=debug,eviction_autoscaler_controller=debug")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        let child = cmd.spawn().expect("spawn eviction-autoscaler");
+        self.product = Some(Product { child, log });
+        let health = self.health_addr;
+        wait_for("the product's /readyz to answer 200", Duration::from_secs(60), || async move {
+            http_get(health, "/readyz").await.filter(|(code, _)| *code == 200).map(|_| ())
+        })
+        .await;
+    }
+
+    /// Runs kubectl against the cluster with a private HOME and discovery cache.
+    pub async fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with_stdin(args, None).await
+    }
+
+    /// Runs kubectl with stderr merged into stdout, in the order kubectl wrote them (what an
+    /// operator sees in a terminal): (success, text).
+    pub async fn kubectl_combined(&self, args: &[&str]) -> (bool, String) {
+        let mut full = vec!["-c", "exec kubectl \"$@\" 2>&1", "kubectl"];
+        full.extend_from_slice(args);
+        let out = self.command("sh", &full, None).await;
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    async fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
+        self.command("kubectl", args, stdin).await
+    }
+
+    async fn command(&self, program: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
+        let home = self.dir.path().join("home");
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
+            .env("KUBECONFIG", self.sim.kubeconfig_path())
+            .env("HOME", &home)
+            .env("KUBECACHEDIR", home.join("cache"))
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("kubectl on PATH");
+        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(input).await.expect("write kubectl stdin");
+        }
+        child.wait_with_output().await.expect("kubectl runs")
+    }
+
+    /// Runs kubectl and fails the test with its stderr if it fails; returns stdout.
+    pub async fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args).await;
+        assert!(
+            out.status.success(),
+            "kubectl {} failed: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `kubectl apply -f -` of YAML or JSON text.
+    pub async fn apply(&self, manifest: &str) {
+        let out = self.kubectl_with_stdin(&["apply", "-f", "-"], Some(manifest.as_bytes())).await;
+        assert!(out.status.success(), "kubectl apply failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    async fn apply_json(&self, object: &Value) {
+        self.apply(&object.to_string()).await;
+    }
+
+    /// An object as JSON (`kubectl get -o json`), or None when it does not exist.
+    pub async fn get(&self, args: &[&str]) -> Option<Value> {
+        let mut full = vec!["get", "-o", "json"];
+        full.extend_from_slice(args);
+        let out = self.kubectl(&full).await;
+        out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("kubectl -o json"))
+    }
+
+    /// Every request kube-sim has seen, in order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.sim.cluster().request_log().records()
+    }
+
+    /// Writes (create/update/patch/delete) made by the product.
+    pub fn product_writes(&self) -> Vec<RequestRecord> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT) && r.is_write())
+            .collect()
+    }
+
+    /// The product's log so far (for failure messages).
+    pub fn product_log(&self) -> String {
+        self.product.as_ref().map(|p| std::fs::read_to_string(&p.log).unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// The product's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        http_get(self.health_addr, "/metrics").await.map(|(_, body)| body).unwrap_or_default()
+    }
+}
+
+/// Every state a Deployment went through, as seen by an in-process watch (no sample is
+/// missed, unlike polling).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeploymentState {
+    pub replicas: i64,
+    pub ready: i64,
+    pub annotations: serde_json::Map<String, Value>,
+}
+
+impl Env {
+    /// Starts recording every change of Deployment `namespace/name`.
+    pub fn record_deployment(&self, namespace: &str, name: &str) -> Recorder<DeploymentState> {
+        use futures::StreamExt as _;
+        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let opts = kube_sim::WatchOptions {
+            field_selector: Some(format!("metadata.name={name}")),
+            timeout: Some(Duration::from_secs(3600)),
+            ..Default::default()
+        };
+        let mut stream = self
+            .sim
+            .cluster()
+            .watch(&kube_sim::Gvr::new("apps", "v1", "deployments"), Some(namespace), &opts)
+            .expect("watch deployments");
+        let sink = states.clone();
+        let task = tokio::spawn(async move {
+            while let Some(event) = stream.next().await {
+                let o = &event.object;
+                let state = DeploymentState {
+                    replicas: o["spec"]["replicas"].as_i64().unwrap_or(1),
+                    ready: o["status"]["readyReplicas"].as_i64().unwrap_or(0),
+                    annotations: o["metadata"]["annotations"].as_object().cloned().unwrap_or_default(),
+                };
+                sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(state);
+            }
+        });
+        Recorder { states, task }
+    }
+}
+
+/// States collected by a background watch; stops when dropped.
+pub struct Recorder<T> {
+    states: std::sync::Arc<std::sync::Mutex<Vec<T>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<T: Clone> Recorder<T> {
+    pub fn states(&self) -> Vec<T> {
+        self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
+impl<T> Drop for Recorder<T> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The product as a child process; stopped with SIGTERM when dropped.
+pub struct Product {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Product {
+    /// Sends `signal` (e.g. "TERM", "KILL", "STOP", "CONT") to the process.
+    pub fn signal(&self, signal: &str) {
+        let _ = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status();
+    }
+}
+
+impl Drop for Product {
+    fn drop(&mut self) {
+        self.signal("CONT");
+        self.signal("TERM");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `check` every 200 ms until it yields a value, or fails the test after `timeout`
+/// naming what it waited for.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A plain-HTTP GET: (status code, body), or None when nothing answers.
+pub async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    use tokio::io::AsyncReadExt;
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.ok()?;
+    let code = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    Some((code, body))
+}
+
+/// A path inside the repository.
+pub fn repo_path(relative: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative).display().to_string()
+}
+
+/// A Deployment `name` in `namespace` (label `app=<name>`), with optional annotations.
+pub fn deployment(namespace: &str, name: &str, replicas: i32, annotations: &[(&str, &str)]) -> String {
+    let annotations: serde_json::Map<String, Value> =
+        annotations.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect();
+    serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]}
+            }
+        }
+    })
+    .to_string()
+}
+
+/// A user PDB selecting `app=<app>` with `spec` (e.g. `{"minAvailable": 1}`).
+pub fn pdb(namespace: &str, name: &str, app: &str, spec: Value) -> String {
+    let mut body = spec;
+    body["selector"] = serde_json::json!({"matchLabels": {"app": app}});
+    serde_json::json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": body
+    })
+    .to_string()
+}
+
+/// A namespace, optionally annotated.
+pub fn namespace(name: &str, annotations: &[(&str, &str)]) -> String {
+    let annotations: serde_json::Map<String, Value> =
+        annotations.iter().map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned()))).collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "annotations": annotations}})
+        .to_string()
+}
+
+impl Env {
+    /// Waits until Deployment `namespace/name` has `replicas` Ready replicas.
+    pub async fn wait_ready(&self, namespace: &str, name: &str, replicas: i64) {
+        let gvr = kube_sim::Gvr::new("apps", "v1", "deployments");
+        let cluster = self.sim.cluster().clone();
+        wait_for(&format!("{namespace}/{name} to have {replicas} Ready replicas"), Duration::from_secs(60), || {
+            let d = cluster.get(&gvr, Some(namespace), name).ok();
+            async move { d.filter(|d| d["status"]["readyReplicas"].as_i64() == Some(replicas)).map(|_| ()) }
+        })
+        .await;
+    }
+
+    /// The node a pod of `app=<app>` in `namespace` runs on.
+    pub async fn node_of(&self, namespace: &str, app: &str) -> String {
+        let out = self
+            .kubectl_ok(&[
+                "get",
+                "pods",
+                "-n",
+                namespace,
+                "-l",
+                &format!("app={app}"),
+                "-o",
+                "jsonpath={.items[0].spec.nodeName}",
+            ])
+            .await;
+        assert!(!out.is_empty(), "no pod of app={app} is scheduled");
+        out
+    }
+
+    /// Eviction requests kube-sim answered, as (pod, HTTP code), in order.
+    pub fn evictions(&self) -> Vec<(String, u16)> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.subresource == "eviction")
+            .map(|r| (r.name, r.code))
+            .collect()
+    }
+}
+pub mod extra;
