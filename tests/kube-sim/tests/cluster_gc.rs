@@ -56,6 +56,10 @@ async fn foreground_waits_for_dependents_and_orphan_keeps_them() {
     let run =
         sim.kubectl(&["delete", "deployment", "web", "--cascade=foreground", "--wait=false"]).await.ok();
     assert!(run.stdout.contains("deleted"), "{}", run.stdout);
+    // The owner stays visible, marked, while its blocking dependents terminate (1.5 s grace).
+    let marked = sim.get("apps/v1", "deployments", Some("default"), "web");
+    assert!(marked["metadata"]["deletionTimestamp"].is_string(), "{}", marked["metadata"]);
+    assert_eq!(marked["metadata"]["finalizers"], serde_json::json!(["foregroundDeletion"]));
     sim.wait_until("foreground deletion completes", Duration::from_secs(20), |s| {
         !s.exists("apps/v1", "deployments", Some("default"), "web") && s.pods_of("default", "web").is_empty()
     })

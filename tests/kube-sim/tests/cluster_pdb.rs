@@ -150,6 +150,19 @@ async fn two_budgets_pending_pods_and_dry_run() {
         let answer = sim.evict("default", &api, options, query).await;
         assert_eq!(answer.code, 201, "{answer:?}");
     }
+    // policy/v1beta1 bodies are accepted; the URL and body names must agree.
+    let path = format!("/api/v1/namespaces/default/pods/{api}/eviction");
+    let body = json!({"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": "other"}});
+    let answer = sim.raw("POST", &path, Some(body)).await;
+    assert_eq!(answer.code, 400, "{answer:?}");
+    assert_eq!(answer.body["message"], "name in URL does not match name in Eviction object");
+    let body = json!({"apiVersion": "policy/v2", "kind": "Eviction", "metadata": {"name": api}});
+    let answer = sim.raw("POST", &path, Some(body)).await;
+    assert_eq!(answer.code, 400, "{answer:?}");
+    let body = json!({"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": api},
+        "deleteOptions": {"dryRun": ["All"]}});
+    let answer = sim.raw("POST", &path, Some(body)).await;
+    assert_eq!(answer.code, 201, "{answer:?}");
     let after = sim.get("policy/v1", "poddisruptionbudgets", Some("default"), "api");
     assert_eq!(after["metadata"]["resourceVersion"], api_pdb["metadata"]["resourceVersion"]);
     assert_eq!(sim.get("v1", "pods", Some("default"), &api)["metadata"]["resourceVersion"], pod_rv);

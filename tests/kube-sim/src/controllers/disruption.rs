@@ -22,6 +22,9 @@ use crate::store::{EventType, StoredEvent};
 #[derive(Default)]
 pub(crate) struct Disruption {
     selectors: Mutex<HashMap<Key, (String, Option<LabelSelector>)>>,
+    /// Namespace → PDB name → selector, kept in step with the change feed (the dispatcher
+    /// consults it for every pod change without touching the store).
+    by_namespace: Mutex<HashMap<String, HashMap<String, Option<LabelSelector>>>>,
 }
 
 impl Disruption {
@@ -83,19 +86,51 @@ impl Workloads for NamespaceWorkloads<'_> {
     }
 }
 
+impl Disruption {
+    /// The pods `pdb` selects: through the label index when the selector has `matchLabels`
+    /// (the candidates then go through the full selector), else by scanning the namespace.
+    fn selected_pods(&self, ctx: &Ctx, pdb: &Value, ns: &str) -> Vec<Value> {
+        let match_labels: Vec<(String, String)> = pdb
+            .pointer("/spec/selector/matchLabels")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect();
+        if match_labels.is_empty() {
+            return ctx.list("", "pods", Some(ns), &|pod| self.selects(pdb, pod));
+        }
+        let names = ctx.index(|i| i.pods_with_labels(ns, &match_labels));
+        let mut pods: Vec<Value> = names
+            .iter()
+            .filter_map(|name| ctx.get("", "pods", ns, name))
+            .filter(|pod| self.selects(pdb, pod))
+            .collect();
+        pods.sort_by(|a, b| a["metadata"]["name"].as_str().cmp(&b["metadata"]["name"].as_str()));
+        pods
+    }
+}
+
 impl Reconciler for Disruption {
-    /// Reads the store directly; the index is not used.
+    /// The label index is updated before a pod's change is dispatched, so a sync is never
+    /// older than the change that triggered it; objects are read from the store.
     fn needs_caught_up_index(&self) -> bool {
         false
     }
 
-    fn keys_for(&self, ctx: &Ctx, event: &StoredEvent) -> Vec<Key> {
+    fn keys_for(&self, _ctx: &Ctx, event: &StoredEvent) -> Vec<Key> {
         if is(&event.key, "policy", "poddisruptionbudgets") {
+            let (ns, name) = key_of(&event.object);
+            let mut by_namespace = self.by_namespace.lock().unwrap_or_else(PoisonError::into_inner);
+            let pdbs = by_namespace.entry(ns.clone()).or_default();
             if event.event_type == EventType::Deleted {
-                self.selectors.lock().unwrap_or_else(PoisonError::into_inner).remove(&key_of(&event.object));
+                pdbs.remove(&name);
+                self.selectors.lock().unwrap_or_else(PoisonError::into_inner).remove(&(ns, name));
                 return Vec::new();
             }
-            return vec![key_of(&event.object)];
+            let selector = event.object.pointer("/spec/selector").unwrap_or(&Value::Null);
+            pdbs.insert(name.clone(), LabelSelector::from_api(selector).ok());
+            return vec![(ns, name)];
         }
         if !is(&event.key, "", "pods") {
             return Vec::new();
@@ -103,20 +138,32 @@ impl Reconciler for Disruption {
         let ns = event.object["metadata"]["namespace"].as_str().unwrap_or_default();
         let pods: Vec<&Value> =
             [Some(&*event.object), event.previous.as_deref()].into_iter().flatten().collect();
-        let store = ctx.cluster.store();
-        let key = super::runtime::storage_key("policy", "poddisruptionbudgets");
-        let page = store.list(&key, Some(ns), None, 0, &|pdb| pods.iter().any(|pod| self.selects(pdb, pod)));
-        page.items.iter().map(|p| key_of(p)).collect()
+        let by_namespace = self.by_namespace.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(pdbs) = by_namespace.get(ns) else { return Vec::new() };
+        pdbs.iter()
+            .filter(|(_, selector)| {
+                selector.as_ref().is_some_and(|s| pods.iter().any(|pod| s.matches_object(pod)))
+            })
+            .map(|(name, _)| (ns.to_string(), name.clone()))
+            .collect()
     }
 
     fn all_keys(&self, ctx: &Ctx) -> Vec<Key> {
-        ctx.list("policy", "poddisruptionbudgets", None, &|_| true).iter().map(key_of).collect()
+        let pdbs = ctx.list("policy", "poddisruptionbudgets", None, &|_| true);
+        let mut by_namespace = self.by_namespace.lock().unwrap_or_else(PoisonError::into_inner);
+        by_namespace.clear();
+        for pdb in &pdbs {
+            let (ns, name) = key_of(pdb);
+            let selector = pdb.pointer("/spec/selector").unwrap_or(&Value::Null);
+            by_namespace.entry(ns).or_default().insert(name, LabelSelector::from_api(selector).ok());
+        }
+        pdbs.iter().map(key_of).collect()
     }
 
     fn sync<'a>(&'a self, ctx: &'a Arc<Ctx>, key: &'a Key) -> BoxFuture<'a, Recheck> {
         Box::pin(async move {
             let pdb = ctx.get("policy", "poddisruptionbudgets", &key.0, &key.1)?;
-            let pods = ctx.list("", "pods", Some(&key.0), &|pod| self.selects(&pdb, pod));
+            let pods = self.selected_pods(ctx, &pdb, &key.0);
             let workloads = NamespaceWorkloads { ctx, namespace: &key.0 };
             let now = jiff::Timestamp::now();
             let sync = sync_pdb(&pdb, &pods, &workloads, now);

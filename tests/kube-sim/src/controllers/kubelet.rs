@@ -20,10 +20,19 @@ fn bound(pod: &Value) -> bool {
     pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
 }
 
-/// The API layer stamps `deletionTimestamp` with the time of the DELETE; upstream stamps the
-/// end of the grace period, which is what the kubelet rule expects.
-fn with_upstream_deadline(pod: &Value) -> Value {
+/// The pod as the kubelet rule expects it. The API layer stamps `deletionTimestamp` with the
+/// time of the DELETE; upstream stamps the end of the grace period. A pod written (seeded)
+/// as Running and Ready without `startTime` counts as started long ago, so it stays Ready.
+fn as_kubelet_sees_it(pod: &Value, ready_delay_seconds: i64, now: jiff::Timestamp) -> Value {
     let mut pod = pod.clone();
+    let running = pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running");
+    let ready = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+    if running && ready && pod.pointer("/status/startTime").is_none_or(Value::is_null) {
+        pod["status"]["startTime"] = json!(format_time(add_seconds(now, -ready_delay_seconds - 1)));
+    }
     let grace = int_at(&pod, "/metadata/deletionGracePeriodSeconds", 0);
     if let Some(at) = pod.pointer("/metadata/deletionTimestamp").and_then(parse_time) {
         pod["metadata"]["deletionTimestamp"] = json!(format_time(add_seconds(at, grace)));
@@ -60,12 +69,8 @@ impl Reconciler for Kubelet {
             let now = jiff::Timestamp::now();
             let delay = i64::try_from(ctx.behaviour.pod_ready_delay.as_millis().div_ceil(1000)).unwrap_or(1);
             let gvr = Gvr::new("", "v1", "pods");
-            match kubelet_step(
-                &with_upstream_deadline(&pod),
-                delay,
-                ctx.behaviour.termination_grace_scale,
-                now,
-            ) {
+            let seen = as_kubelet_sees_it(&pod, delay, now);
+            match kubelet_step(&seen, delay, ctx.behaviour.termination_grace_scale, now) {
                 KubeletAction::Wait(at) => at.map(|at| until(at, now)),
                 KubeletAction::UpdateStatus(status) => {
                     let body = json!({"apiVersion": "v1", "kind": "Pod",
@@ -88,5 +93,39 @@ impl Reconciler for Kubelet {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeded_ready_pods_stay_ready_and_deletions_end_after_the_grace_period() {
+        let now: jiff::Timestamp = "2026-01-01T12:00:00Z".parse().unwrap_or_default();
+        let seeded = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        let seen = as_kubelet_sees_it(&seeded, 1, now);
+        assert_eq!(seen["status"]["startTime"], "2026-01-01T11:59:58Z");
+        assert!(matches!(
+            kubelet_step(&seen, 1, 1.0, now),
+            KubeletAction::Wait(None) | KubeletAction::UpdateStatus(_)
+        ));
+        if let KubeletAction::UpdateStatus(status) = kubelet_step(&seen, 1, 1.0, now) {
+            let ready = status["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+            assert!(ready, "a seeded Ready pod is not flipped to unready");
+        }
+        let mut deleting = seeded.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T12:00:00Z");
+        deleting["metadata"]["deletionGracePeriodSeconds"] = json!(30);
+        let seen = as_kubelet_sees_it(&deleting, 1, now);
+        assert_eq!(
+            seen["metadata"]["deletionTimestamp"], "2026-01-01T12:00:30Z",
+            "deadline = delete time + grace"
+        );
+        let later: jiff::Timestamp = "2026-01-01T12:00:02Z".parse().unwrap_or_default();
+        assert_eq!(kubelet_step(&seen, 1, 0.05, later), KubeletAction::Remove, "30 s × 0.05 = 1.5 s");
     }
 }

@@ -29,6 +29,9 @@ use crate::cluster::{Cluster, ClusterConfig, Gvr, WriteOptions};
 use crate::error::ApiError;
 use runtime::{Ctx, Loop};
 
+/// Set to `"true"` on a pod to make (or keep) it unready; remove it to let it become Ready.
+pub use crate::cluster_logic::kubelet::UNREADY_ANNOTATION;
+
 /// How the simulated cluster behaves (`--nodes`, `--pods-per-node`, ...).
 #[derive(Clone, Debug)]
 pub struct ClusterBehaviour {

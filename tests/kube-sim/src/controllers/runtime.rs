@@ -46,6 +46,7 @@ struct Entry {
     uid: String,
     owners: Vec<String>,
     node: Option<String>,
+    labels: Vec<(String, String)>,
 }
 
 /// Owner and node indexes over every object, maintained from the change feed.
@@ -55,6 +56,8 @@ pub(crate) struct Index {
     by_uid: HashMap<String, ObjectRef>,
     dependents: HashMap<String, HashSet<ObjectRef>>,
     pods_by_node: HashMap<String, HashSet<Key>>,
+    /// (namespace, label key, label value) → pod names.
+    pods_by_label: HashMap<(String, String, String), HashSet<String>>,
 }
 
 fn pod_node(object: &Value) -> Option<String> {
@@ -81,6 +84,15 @@ impl Index {
             if let Some(set) = entry.node.as_ref().and_then(|node| self.pods_by_node.get_mut(node)) {
                 set.remove(&(r.1.clone(), r.2.clone()));
             }
+            for (k, v) in entry.labels {
+                let label = (r.1.clone(), k, v);
+                if let Some(set) = self.pods_by_label.get_mut(&label) {
+                    set.remove(&r.2);
+                    if set.is_empty() {
+                        self.pods_by_label.remove(&label);
+                    }
+                }
+            }
         }
     }
 
@@ -98,14 +110,28 @@ impl Index {
         for owner in &owners {
             self.dependents.entry(owner.clone()).or_default().insert(r.clone());
         }
-        let node = if is(key, "", "pods") { pod_node(object) } else { None };
+        let is_pod = is(key, "", "pods");
+        let node = if is_pod { pod_node(object) } else { None };
         if let Some(node) = &node {
-            self.pods_by_node.entry(node.clone()).or_default().insert((ns, name));
+            self.pods_by_node.entry(node.clone()).or_default().insert((ns.clone(), name.clone()));
+        }
+        let labels: Vec<(String, String)> = if is_pod {
+            object["metadata"]["labels"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for (k, v) in &labels {
+            self.pods_by_label.entry((ns.clone(), k.clone(), v.clone())).or_default().insert(name.clone());
         }
         if !uid.is_empty() {
             self.by_uid.insert(uid.clone(), r.clone());
         }
-        self.objects.insert(r, Entry { uid, owners, node });
+        self.objects.insert(r, Entry { uid, owners, node, labels });
     }
 
     fn apply(&mut self, event: &StoredEvent) {
@@ -126,6 +152,18 @@ impl Index {
     pub(crate) fn by_uid(&self, uid: &str) -> Option<ObjectRef> {
         self.by_uid.get(uid).cloned()
     }
+    /// Names of the pods in `ns` carrying every one of `labels` (the smallest label set first).
+    pub(crate) fn pods_with_labels(&self, ns: &str, labels: &[(String, String)]) -> Vec<String> {
+        let sets: Option<Vec<&HashSet<String>>> = labels
+            .iter()
+            .map(|(k, v)| self.pods_by_label.get(&(ns.to_string(), k.clone(), v.clone())))
+            .collect();
+        let Some(mut sets) = sets else { return Vec::new() };
+        sets.sort_by_key(|s| s.len());
+        let Some((first, rest)) = sets.split_first() else { return Vec::new() };
+        first.iter().filter(|name| rest.iter().all(|s| s.contains(*name))).cloned().collect()
+    }
+
     /// Non-terminal pods bound to `node`.
     pub(crate) fn pods_on_node(&self, node: &str) -> usize {
         self.pods_by_node.get(node).map_or(0, HashSet::len)
