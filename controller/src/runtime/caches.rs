@@ -164,7 +164,18 @@ where
         match event {
             Ok(event) => on_event(&event),
             Err(e) => {
-                warn!(kind = %K::kind(&K::DynamicType::default()), error = %e, "watch failed; retrying with back-off")
+                let kind = K::kind(&K::DynamicType::default()).into_owned();
+                // A 404 on the list means the resource is not served: for our own CRD that is
+                // an install step missed, and the fix is worth naming.
+                let not_served =
+                    matches!(&e, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.is_not_found());
+                if not_served && kind == "EvictionAutoScaler" {
+                    warn!(
+                        "the EvictionAutoScaler CRD is not installed (kubectl apply -f deploy/crd.yaml); not ready until it is"
+                    );
+                } else {
+                    warn!(%kind, error = %e, "watch failed; retrying with back-off")
+                }
             }
         }
     }

@@ -170,6 +170,11 @@ impl Context {
         lock(&self.draining).contains(node)
     }
 
+    /// Drops every reused node pod list, so the next [`Self::pods_on_node`] reads afresh.
+    pub fn forget_node_pods(&self) {
+        lock(&self.node_pods).clear();
+    }
+
     /// Pods on `node` (LIST with a `spec.nodeName` field selector, reused for a moment).
     pub async fn pods_on_node(&self, node: &str) -> Result<Arc<Vec<Pod>>, kube::Error> {
         if let Some((at, pods)) = lock(&self.node_pods).get(node)

@@ -90,7 +90,9 @@ pub async fn handle_signal(
         return Ok(());
     }
     ctx.queue.schedule_now(key);
+    // Out of scope there is no EAS to record on (the PATCH would only answer 404).
     if source == Source::Webhook
+        && ctx.namespace_enabled(namespace)
         && let [pdb] = pdbs.as_slice()
     {
         record_on_eas(ctx, namespace, pdb.metadata.name.as_deref().unwrap_or_default(), pod_name, at).await?;

@@ -155,15 +155,22 @@ async fn current_signals(
 ) -> Result<Vec<SignaledPod>, kube::Error> {
     let window =
         jiff::SignedDuration::try_from(ctx.config.signal_window).unwrap_or(jiff::SignedDuration::MAX);
-    let listed = |name: &str| on_draining.iter().any(|p| p.metadata.name.as_deref() == Some(name));
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let mut current: Vec<SignaledPod> = Vec::new();
     for signal in signals {
         if now.duration_since(signal.at) > window || current.iter().any(|c| c.pod == signal.pod) {
             continue;
         }
-        if listed(&signal.pod) {
-            current.push(signal.clone());
+        if let Some(pod) =
+            on_draining.iter().find(|p| p.metadata.name.as_deref() == Some(signal.pod.as_str()))
+        {
+            // The listing is newer than the signal: a pod kubectl evicted meanwhile is
+            // terminating and no longer displaced.
+            current.push(SignaledPod {
+                displaceable: displaced::is_displaceable(pod),
+                on_draining_node: true,
+                ..signal.clone()
+            });
             continue;
         }
         let counts_anywhere = ctx.config.surge_trigger == SurgeTrigger::Any;

@@ -87,13 +87,15 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         return Ok(());
     }
     ctx.with_memory(key, |m| m.pdb_skip = None);
-    if perform(ctx, &plan.action).await? {
-        count(ctx, &plan.action);
-        if let Some(event) = action_event {
-            publish(ctx, &[event]).await;
+    match perform(ctx, &plan.action).await? {
+        Performed::Done => {
+            count(ctx, &plan.action);
+            if let Some(event) = action_event {
+                publish(ctx, &[event]).await;
+            }
         }
-    } else {
-        ctx.queue.schedule_now(key.clone());
+        Performed::AlreadyDone => {}
+        Performed::Lost => ctx.queue.schedule_now(key.clone()),
     }
     Ok(())
 }
@@ -103,7 +105,7 @@ pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(
     let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
     let view = view(ctx, &namespace);
     let action = pdb::plan_pdb(pdb, &view.deployments);
-    if perform(ctx, &action).await? {
+    if perform(ctx, &action).await? == Performed::Done {
         count(ctx, &action);
         let subject = pdb::EventSubject {
             api_version: "policy/v1",
@@ -134,7 +136,7 @@ pub async fn admitted_deployment(
     let autoscaler = autoscaler_of(deployment, &hpas, &scaled_objects);
     let plan =
         pdb::plan_admission(deployment, false, autoscaler.as_ref(), &namespace_view, &ctx.config, crd_uid);
-    if matches!(plan.action, Action::Create { .. }) && perform(ctx, &plan.action).await? {
+    if matches!(plan.action, Action::Create { .. }) && perform(ctx, &plan.action).await? == Performed::Done {
         count(ctx, &plan.action);
         if let Some(event) = plan.action_event() {
             publish(ctx, &[event]).await;
@@ -150,7 +152,7 @@ pub async fn admitted_pdb(ctx: &Context, incoming: &PodDisruptionBudget) -> Resu
     let namespace_view =
         NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
     for action in pdb::plan_pdb_admission(incoming, false, &namespace_view) {
-        if perform(ctx, &action).await? {
+        if perform(ctx, &action).await? == Performed::Done {
             count(ctx, &action);
         }
     }
@@ -172,16 +174,31 @@ fn autoscaler_of<'a>(
     }
 }
 
-/// Performs `action`. `Ok(false)` when it lost a race (409/422): plan again from fresh state.
-async fn perform(ctx: &Context, action: &Action) -> Result<bool, kube::Error> {
+/// What became of a performed action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Performed {
+    /// This call made the change: count it and report its Event.
+    Done,
+    /// Someone else (the other path, another replica, the user) already made it: nothing to
+    /// count or report, or one PDB would show two creations.
+    AlreadyDone,
+    /// Lost a race (409/422): plan again from fresh state.
+    Lost,
+}
+
+/// Performs `action`.
+async fn perform(ctx: &Context, action: &Action) -> Result<Performed, kube::Error> {
     let result = match action {
-        Action::Nothing | Action::Skip { .. } => return Ok(true),
+        Action::Nothing | Action::Skip { .. } => return Ok(Performed::Done),
         Action::Create { pdb } => {
             let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
             let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &namespace);
             match api.create(&PostParams::default(), pdb).await {
                 Ok(_) => Ok(()),
-                Err(e) if error::is_already_exists(&e) => return Ok(true), // the other path was first
+                Err(e) if error::is_already_exists(&e) => {
+                    debug!("default PDB already exists (the other path was first)");
+                    return Ok(Performed::AlreadyDone);
+                }
                 Err(e) => Err(e),
             }
         }
@@ -201,7 +218,7 @@ async fn perform(ctx: &Context, action: &Action) -> Result<bool, kube::Error> {
             };
             match api.delete(pdb.name(), &params).await {
                 Ok(_) => Ok(()),
-                Err(e) if error::is_not_found(&e) => return Ok(true),
+                Err(e) if error::is_not_found(&e) => return Ok(Performed::AlreadyDone),
                 Err(e) => Err(e),
             }
         }
@@ -209,11 +226,11 @@ async fn perform(ctx: &Context, action: &Action) -> Result<bool, kube::Error> {
     match result {
         Ok(()) => {
             info!(action = ?action.outcome().map(|(o, _)| o.as_str()), "default PDB action done");
-            Ok(true)
+            Ok(Performed::Done)
         }
         Err(e) if error::is_conflict(&e) => {
             debug!(error = %e, "PDB changed meanwhile; planning again");
-            Ok(false)
+            Ok(Performed::Lost)
         }
         Err(e) => Err(e),
     }

@@ -35,6 +35,16 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     let now = Timestamp::now();
     let mut observed = observe(ctx, key, (*cached).clone(), now).await?;
     let mut plan = surge::plan(&observed, &ctx.config, now);
+    if matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged) {
+        // Surging rests on pods listed up to NODE_PODS_TTL ago; a PDB that just closed
+        // because kubectl's eviction went through would otherwise count the evicted pod as
+        // still displaced and surge for nothing. Re-list before scaling up.
+        let new_signal = observed.new_signal;
+        ctx.forget_node_pods();
+        observed = observe(ctx, key, (*cached).clone(), now).await?;
+        observed.new_signal |= new_signal;
+        plan = surge::plan(&observed, &ctx.config, now);
+    }
     if plan.write.is_some() {
         // Never write from a trimmed cache copy: re-read what the write touches, decide again.
         refresh(ctx, key, &mut observed).await?;
@@ -244,7 +254,7 @@ async fn publish_events(ctx: &Context, deployment: &Deployment, plan: &Plan) {
             type_: if planned.warning { EventType::Warning } else { EventType::Normal },
             reason: planned.reason.to_owned(),
             note: Some(planned.note.chars().take(1000).collect()),
-            action: planned.reason.to_owned(),
+            action: event_action(planned.reason, &planned.note),
             secondary: None,
         };
         if let Err(e) = ctx.recorder.publish(&event, &reference).await {
@@ -253,10 +263,32 @@ async fn publish_events(ctx: &Context, deployment: &Deployment, plan: &Plan) {
     }
 }
 
+/// The Event `action`: the reason plus a hash of the note. kube-rs folds Events with the same
+/// type, reason, action and object into one series that keeps its FIRST note, so a later
+/// `SurgeOverridden` ("no longer re-surging") or a second drain's `SurgeStarted` would show
+/// the first message forever; client-go keys its series on the note too. Equal notes still
+/// share a series.
+fn event_action(reason: &str, note: &str) -> String {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    note.hash(&mut hasher);
+    format!("{reason}-{:016x}", hasher.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::surge::AnnotationEdits;
+
+    #[test]
+    fn events_with_different_notes_never_share_a_series() {
+        let first = event_action("SurgeOverridden", "re-surging in 10s (attempt 1 of 2)");
+        let again = event_action("SurgeOverridden", "re-surging in 10s (attempt 1 of 2)");
+        let give_up = event_action("SurgeOverridden", "no longer re-surging, leaving it at 1");
+        assert_eq!(first, again, "a repeated message is one series");
+        assert_ne!(first, give_up, "a new message is a new Event");
+        assert!(first.starts_with("SurgeOverridden-") && first.len() <= 128, "{first}");
+    }
 
     #[test]
     fn write_patch_is_guarded_and_atomic() {
