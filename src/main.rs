@@ -94,7 +94,10 @@ fn load_config(args: &SettingsArgs) -> anyhow::Result<Config> {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal: a log file or collector should get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match format {
         LogFormat::Plain => builder.init(),
         LogFormat::Json => builder.json().init(),

@@ -32,7 +32,8 @@ pub struct BackgroundKubectl {
 impl BackgroundKubectl {
     pub async fn finish(self) -> (bool, String) {
         let out = self.child.wait_with_output().await.expect("background kubectl runs");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         (out.status.success(), text)
     }
 }
@@ -100,7 +101,14 @@ impl Env {
     }
 
     /// An object as stored right now (in-process read; no request is logged).
-    pub fn object(&self, group: &str, version: &str, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+    pub fn object(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
         let gvr = kube_sim::Gvr::new(group, version, plural);
         self.sim.cluster().get(&gvr, Some(namespace), name).ok().map(|o| (*o).clone())
     }
@@ -138,7 +146,10 @@ impl Env {
             Ok(message) => message,
             Err(_) => {
                 let eas = self.get(&["evictionautoscalers", "-n", namespace, name]).await;
-                panic!("timed out waiting for {what}; EAS: {eas:?}\n--- product log ---\n{}", self.product_log())
+                panic!(
+                    "timed out waiting for {what}; EAS: {eas:?}\n--- product log ---\n{}",
+                    self.product_log()
+                )
             }
         }
     }
@@ -195,5 +206,19 @@ impl Env {
             }
         });
         super::Recorder { states, task }
+    }
+}
+
+impl Env {
+    /// SIGKILLs `Env::product` and waits until the process is gone (its ports are free), so a
+    /// fresh `start_product` on the same ports cannot race the dying one for them.
+    pub async fn kill_product(&mut self) {
+        let Some(mut product) = self.product.take() else { return };
+        product.signal("KILL");
+        wait_for("the killed product to exit", Duration::from_secs(30), || {
+            let exited = matches!(product.child.try_wait(), Ok(Some(_)));
+            async move { exited.then_some(()) }
+        })
+        .await;
     }
 }

@@ -112,6 +112,8 @@ impl Env {
     /// Starts the product (`run`) with test-friendly defaults plus `extra` flags, and waits
     /// until `/readyz` answers 200.
     pub async fn start_product(&mut self, extra: &[&str]) {
+        // A previous process must be gone before the new one binds the same ports.
+        self.product = None;
         let certs = self.certs_dir();
         self.products_started += 1;
         let log = self.dir.path().join(format!("product-{}.log", self.products_started));
@@ -430,3 +432,6 @@ impl Env {
     }
 }
 pub mod extra;
+pub mod metrics;
+pub mod pdbs;
+pub mod scenario;

@@ -1,0 +1,277 @@
+//! Crash safety and fail-over, end to end: the product is SIGKILLed mid-surge (during the
+//! drain, or after it but before the revert) and a fresh process — or a standby replica that
+//! takes the Lease — finishes the job from the annotations on the Deployment.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+const SURGE_KEYS: [&str; 2] =
+    ["evictionSurgeReplicas", "eviction-autoscaler.azure.com/original-min-replicas"];
+const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
+
+/// One replica behind `minAvailable: 1` in namespace `demo`, Ready; returns its node.
+async fn one_protected_replica(env: &Env) -> String {
+    env.apply(&namespace("demo", &[])).await;
+    env.apply(&deployment("demo", "web", 1, &[])).await;
+    env.apply(&pdb("demo", "web", "web", serde_json::json!({"minAvailable": 1}))).await;
+    env.wait_ready("demo", "web", 1).await;
+    env.node_of("demo", "web").await
+}
+
+fn surged(env: &Env) -> bool {
+    env.deployment_now("demo", "web")
+        .and_then(|d| d["metadata"]["annotations"].as_object().cloned())
+        .is_some_and(|a| SURGE_KEYS.iter().all(|k| a.contains_key(*k)))
+}
+
+/// Polls tightly (20 ms) so the kill lands right after the surge write.
+async fn wait_surged(env: &Env) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !surged(env) {
+        assert!(std::time::Instant::now() < deadline, "no surge annotations:\n{}", env.product_log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits for the Deployment to be back at 1 replica with no surge annotations.
+async fn wait_reverted(env: &Env, what: &str) {
+    wait_for(what, Duration::from_secs(60), || {
+        let d = env.deployment_now("demo", "web");
+        async move {
+            d.filter(|d| {
+                let annotations = d["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
+                d["spec"]["replicas"] == 1 && SURGE_KEYS.iter().all(|k| !annotations.contains_key(*k))
+            })
+            .map(|_| ())
+        }
+    })
+    .await;
+}
+
+/// Sequence numbers of successful product writes to Deployments.
+fn scale_write_seqs(env: &Env) -> Vec<u64> {
+    env.product_writes_to("deployments").into_iter().filter(|r| r.code < 300).map(|r| r.seq).collect()
+}
+
+/// Sequence number of the last successful eviction (the drain's end, as the server saw it).
+fn last_eviction_seq(env: &Env) -> Option<u64> {
+    env.requests()
+        .into_iter()
+        .filter(|r| r.subresource == "eviction" && r.code == 201)
+        .map(|r| r.seq)
+        .next_back()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_mid_drain_a_fresh_process_keeps_the_surge_and_reverts_after_the_drain() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&FLAGS).await;
+    let node = one_protected_replica(&env).await;
+    let history = env.record_deployment("demo", "web");
+
+    let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"]);
+    wait_surged(&env).await;
+    env.kill_product().await;
+    // The dead holder's Lease must expire before the fresh process may write.
+    env.start_product(&FLAGS).await;
+
+    let (ok, output) = drain.finish().await;
+    assert!(ok, "drain failed: {output}\n--- product log ---\n{}", env.product_log());
+    wait_reverted(&env, "the fresh process to revert to 1 replica").await;
+
+    let states = history.states();
+    assert!(states.iter().all(|s| s.ready >= 1), "Ready replicas dropped below 1: {states:?}");
+    assert_eq!(
+        states.iter().map(|s| s.replicas).max(),
+        Some(2),
+        "surged by the one displaced pod: {states:?}"
+    );
+    let writes = scale_write_seqs(&env);
+    assert_eq!(writes.len(), 2, "one surge (first process), one revert (fresh process): {writes:?}");
+    let drained_at = last_eviction_seq(&env).expect("the pod was evicted");
+    assert!(
+        writes[1] > drained_at,
+        "the surge was kept until the drain finished: {writes:?} vs {drained_at}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_after_the_drain_before_the_revert_the_fresh_process_reverts() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    // A cooldown long enough that the first process cannot revert before it is killed.
+    env.start_product(&["--actioned-namespaces=demo", "--cooldown=10m", "--signal-window=10s"]).await;
+    let node = one_protected_replica(&env).await;
+
+    let (ok, output) = env.kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"]).await;
+    assert!(ok, "drain failed: {output}\n--- product log ---\n{}", env.product_log());
+    assert!(surged(&env), "the Deployment is surged after the drain");
+    env.kill_product().await;
+    assert_eq!(scale_write_seqs(&env).len(), 1, "only the surge was written before the kill");
+
+    env.start_product(&FLAGS).await;
+    wait_reverted(&env, "the fresh process to revert to 1 replica").await;
+    assert_eq!(scale_write_seqs(&env).len(), 2, "exactly one revert write");
+    env.wait_ready("demo", "web", 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_standby_takes_the_lease_from_a_killed_holder_and_reverts() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&FLAGS).await;
+    let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
+        let holder = env.lease_holder();
+        async move { holder }
+    })
+    .await;
+    let standby = env.start_extra_product("standby", &FLAGS).await;
+    assert!(!first.starts_with("standby_"), "the first process holds the Lease: {first}");
+    let node = one_protected_replica(&env).await;
+    let history = env.record_deployment("demo", "web");
+
+    let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"]);
+    wait_surged(&env).await;
+    env.kill_product().await;
+    env.route_webhook_to(standby.webhook_addr);
+
+    let (ok, output) = drain.finish().await;
+    assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
+    wait_for("the standby to hold the Lease", Duration::from_secs(60), || {
+        let holder = env.lease_holder();
+        async move { holder.filter(|h| h.starts_with("standby_")) }
+    })
+    .await;
+    wait_reverted(&env, "the standby to revert to 1 replica").await;
+
+    let states = history.states();
+    assert!(states.iter().all(|s| s.ready >= 1), "Ready replicas dropped below 1: {states:?}");
+    assert_eq!(states.iter().map(|s| s.replicas).max(), Some(2), "never more than one surge pod: {states:?}");
+    let writes = scale_write_seqs(&env);
+    assert_eq!(writes.len(), 2, "one surge (holder), one revert (standby): {writes:?}");
+    drop(standby);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
+    // `any`: a descheduler-style eviction (no draining node) surges, so the webhook signal is
+    // the only thing that can start it.
+    // No draining node holds this surge, only the cooldown after the signal: long enough for
+    // the surge pod to become Ready and the eviction to be retried.
+    let flags =
+        ["--actioned-namespaces=demo", "--cooldown=10s", "--signal-window=10s", "--surge-trigger=any"];
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&flags).await;
+    let holder = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
+        let holder = env.lease_holder();
+        async move { holder }
+    })
+    .await;
+    let follower = env.start_extra_product("follower", &flags).await;
+    env.route_webhook_to(follower.webhook_addr);
+    one_protected_replica(&env).await;
+    let pod = env
+        .kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            "demo",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[0].metadata.name}",
+        ])
+        .await;
+    let body = env.dir.path().join("eviction.json");
+    let eviction = serde_json::json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": "demo"}});
+    std::fs::write(&body, eviction.to_string()).expect("write eviction body");
+    let path = format!("/api/v1/namespaces/demo/pods/{pod}/eviction");
+    let args = ["create", "--raw", path.as_str(), "-f", body.to_str().expect("utf-8 path")];
+
+    let refused = env.kubectl(&args).await;
+    assert!(!refused.status.success(), "the PDB refuses the first eviction");
+    wait_for("the holder to surge on the follower's signal", Duration::from_secs(30), || {
+        let up = surged(&env);
+        async move { up.then_some(()) }
+    })
+    .await;
+    env.wait_ready("demo", "web", 2).await;
+    let evicted = env.kubectl(&args).await;
+    assert!(evicted.status.success(), "the budget opened: {}", String::from_utf8_lossy(&evicted.stderr));
+    wait_reverted(&env, "the revert to 1 replica").await;
+
+    assert_eq!(env.lease_holder().as_deref(), Some(holder.as_str()), "the holder never changed");
+    // Only the follower's webhook saw the eviction; it left the signal on the EAS.
+    let eas = env.get(&["evictionautoscalers", "-n", "demo", "web"]).await.expect("the EAS exists");
+    assert_eq!(
+        eas["spec"]["lastEviction"]["podName"].as_str(),
+        Some(pod.as_str()),
+        "the follower recorded the signal: {eas}\n--- follower log ---\n{}",
+        follower.log()
+    );
+    assert_eq!(scale_write_seqs(&env).len(), 2, "one surge, one revert");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_holder_that_wakes_after_losing_the_lease_writes_nothing() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&FLAGS).await;
+    let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
+        let holder = env.lease_holder();
+        async move { holder }
+    })
+    .await;
+    let standby = env.start_extra_product("standby", &FLAGS).await;
+    let node = one_protected_replica(&env).await;
+
+    let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"]);
+    wait_surged(&env).await;
+    // Frozen (a long GC pause, a stalled node): its Lease runs out, the standby takes over.
+    env.product.as_ref().expect("product runs").signal("STOP");
+    env.route_webhook_to(standby.webhook_addr);
+    let (ok, output) = drain.finish().await;
+    assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
+    wait_for("the standby to hold the Lease", Duration::from_secs(60), || {
+        let holder = env.lease_holder();
+        async move { holder.filter(|h| h.starts_with("standby_")) }
+    })
+    .await;
+    wait_reverted(&env, "the standby to revert to 1 replica").await;
+    let writes_before = scale_write_seqs(&env);
+
+    let woke_at = env.requests().last().map(|r| r.seq).unwrap_or_default();
+    env.product.as_ref().expect("product runs").signal("CONT");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = env.product_log();
+        // The log may carry ANSI styling between a field's name and its value.
+        if log.lines().any(|l| l.contains("leadership changed") && l.trim_end().ends_with("false")) {
+            break;
+        }
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the woken process never logged that it lost the Lease; last lines:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let late: Vec<_> = env
+        .product_writes()
+        .into_iter()
+        .filter(|r| r.seq > woke_at && r.resource != "leases" && r.resource != "events")
+        .collect();
+    let holder = env.lease_holder().unwrap_or_default();
+    assert!(holder.starts_with("standby_") && holder != first, "the standby keeps the Lease: {holder}");
+    assert_eq!(writes_before.len(), 2, "one surge, one revert: {writes_before:?}");
+    // Any product write after the wake-up must be the standby's own (it is the holder); the
+    // Deployment must not be touched again.
+    let touched: Vec<_> = late.iter().filter(|r| r.resource == "deployments").collect();
+    assert!(touched.is_empty(), "no Deployment write after the old holder woke: {touched:?}");
+    let d = env.deployment_now("demo", "web").expect("deployment");
+    assert_eq!(d["spec"]["replicas"], 1, "still at the baseline");
+}

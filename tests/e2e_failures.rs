@@ -1,0 +1,306 @@
+//! When the surge cannot do its job, end to end: an admission policy forbidding the scale
+//! (403), a cluster with no room for the surge pod, and objects left behind by the Go project
+//! (Azure/eviction-autoscaler) that the product must bring back to a clean state.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kube_sim::{AdmissionHook, AdmissionRequest, ApiError, Operation};
+use serde_json::{Value, json};
+use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+const SURGE: &str = "evictionSurgeReplicas";
+const ORIGINAL: &str = "eviction-autoscaler.azure.com/original-min-replicas";
+const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
+
+/// An admission policy (like AKS Deployment Safeguards) refusing any change of a Deployment's
+/// replicas with 403. Installed in-process: it takes the place of kube-sim's webhook bridge for
+/// object writes; evictions still reach the product's webhook.
+struct ForbidScaling {
+    refused: AtomicUsize,
+}
+
+fn replicas_of(object: Option<&Value>) -> Option<i64> {
+    object.and_then(|o| o["spec"]["replicas"].as_i64())
+}
+
+impl AdmissionHook for ForbidScaling {
+    fn mutate<'a>(&'a self, _: &'a AdmissionRequest) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn validate<'a>(&'a self, request: &'a AdmissionRequest) -> BoxFuture<'a, Result<(), ApiError>> {
+        Box::pin(async move {
+            let scaling = request.resource.plural == "deployments"
+                && request.operation == Operation::Update
+                && request.subresource.as_deref() != Some("status")
+                && replicas_of(request.object.as_ref()) != replicas_of(request.old_object.as_ref());
+            if !scaling {
+                return Ok(());
+            }
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            Err(ApiError::forbidden("apps", "deployments", &request.name, "policy: replicas are fixed here"))
+        })
+    }
+}
+
+async fn one_protected_replica(env: &Env) -> String {
+    env.apply(&namespace("demo", &[])).await;
+    env.apply(&deployment("demo", "web", 1, &[])).await;
+    env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
+    env.wait_ready("demo", "web", 1).await;
+    env.node_of("demo", "web").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded_writes() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&FLAGS).await;
+    let node = one_protected_replica(&env).await;
+    let policy = Arc::new(ForbidScaling { refused: AtomicUsize::new(0) });
+    env.sim.cluster().set_admission_hook(Some(policy.clone()));
+
+    // Three rounds of refused evictions (kubectl retries every 5 s): a signal each time.
+    let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=12s"]);
+    let message = env.wait_degraded("demo", "web", "SurgeForbidden").await;
+    let (ok, output) = drain.finish().await;
+    assert!(!ok, "the drain cannot finish while scaling is forbidden: {output}");
+    assert!(!message.is_empty(), "the condition explains the refusal");
+
+    let attempts: Vec<_> =
+        env.product_writes_to("deployments").into_iter().filter(|r| r.method == "PATCH").collect();
+    assert!((1..=2).contains(&attempts.len()), "a refused write is not retried in a loop: {attempts:?}");
+    assert!(attempts.iter().all(|r| r.code == 403), "every attempt was refused: {attempts:?}");
+    assert_eq!(policy.refused.load(Ordering::SeqCst), attempts.len(), "only the product tried to scale");
+    let d = env.deployment_now("demo", "web").expect("deployment");
+    assert_eq!(d["spec"]["replicas"], 1, "replicas untouched");
+    // Bookkeeping follows the signals (spec.lastEviction and status per refused eviction, plus
+    // creating the EAS and its first statuses), not a retry loop.
+    let signals = env.evictions().len();
+    let eas_writes = env.product_writes_to("evictionautoscalers");
+    assert!(eas_writes.len() <= 2 * signals + 4, "{signals} evictions, EAS writes: {eas_writes:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_surge_into_a_full_cluster_says_why_and_reverts_after_uncordon() {
+    // Two nodes with room for one pod each: the surge pod has nowhere to go.
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 1 }).await;
+    env.start_product(&FLAGS).await;
+    let node = one_protected_replica(&env).await;
+    env.apply(&deployment("demo", "filler", 1, &[])).await;
+    env.wait_ready("demo", "filler", 1).await;
+    let history = env.record_deployment("demo", "web");
+
+    let (ok, output) = env.kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--timeout=6s"]).await;
+    assert!(!ok, "the drain cannot finish without room: {output}");
+    let message = env.wait_degraded("demo", "web", "SurgeUnschedulable").await;
+    assert!(message.contains("Pending"), "the condition says the surge pod is Pending: {message}");
+    let events =
+        wait_for("a SurgeUnschedulable Event on the Deployment", Duration::from_secs(30), || async {
+            let events = env.events("demo").await;
+            events
+                .iter()
+                .any(|(reason, object, _)| reason == "SurgeUnschedulable" && object == "web")
+                .then_some(events)
+        })
+        .await;
+    assert!(
+        events.iter().any(|(reason, _, _)| reason == "SurgeStarted"),
+        "the surge was announced: {events:?}"
+    );
+
+    env.kubectl_ok(&["uncordon", &node]).await;
+    wait_for("the revert to the 1-replica baseline", Duration::from_secs(60), || {
+        let d = env.deployment_now("demo", "web");
+        async move {
+            d.filter(|d| d["spec"]["replicas"] == 1 && d["metadata"]["annotations"][SURGE].is_null())
+                .map(|_| ())
+        }
+    })
+    .await;
+    env.wait_ready("demo", "web", 1).await;
+    // Once reverted, the EAS no longer claims the surge is stuck.
+    let cleared = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let degraded = env.eas_condition("demo", "web", "Degraded").await;
+            if degraded.is_none_or(|c| c.status != "True") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    })
+    .await;
+    let eas = env.get(&["evictionautoscalers", "-n", "demo", "web"]).await;
+    assert!(cleared.is_ok(), "Degraded cleared after the revert: {eas:?}");
+    let states = history.states();
+    assert_eq!(states.iter().map(|s| s.replicas).max(), Some(2), "one surge pod asked for: {states:?}");
+    assert!(states.iter().all(|s| s.ready >= 1), "Ready replicas dropped below 1: {states:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_left_by_the_go_project_end_in_the_clean_state() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.apply(&namespace("demo", &[])).await;
+    // A Deployment surged from 2 to 3 by the Go controller, which then went away.
+    env.apply(&deployment("demo", "web", 3, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
+    // Its PDB, pinned by the Go floor feature: originally `maxUnavailable: 1`.
+    let mut pinned: Value =
+        serde_json::from_str(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).expect("pdb JSON");
+    pinned["metadata"]["annotations"] = json!({
+        "eviction-autoscaler.azure.com/original-pdb-spec": "{\"maxUnavailable\":1}",
+        "eviction-autoscaler.azure.com/pinned-floor": "1",
+    });
+    env.apply(&pinned.to_string()).await;
+    let pdb_uid = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web").expect("pdb")["metadata"]
+        ["uid"]
+        .as_str()
+        .expect("uid")
+        .to_owned();
+    // Its EvictionAutoScaler, owned by the PDB, with both Go finalizers.
+    let eas = json!({
+        "apiVersion": "eviction-autoscaler.azure.com/v1", "kind": "EvictionAutoScaler",
+        "metadata": {
+            "name": "web", "namespace": "demo",
+            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
+            "finalizers": ["eviction-autoscaler.azure.com/surge-revert", "eviction-autoscaler.azure.com/pdb-floor"],
+            "ownerReferences": [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "name": "web",
+                "uid": pdb_uid, "controller": true, "blockOwnerDeletion": true}]
+        },
+        "spec": {"targetName": "web", "targetKind": "deployment"}
+    });
+    env.apply(&eas.to_string()).await;
+    env.wait_ready("demo", "web", 3).await;
+
+    env.start_product(&FLAGS).await;
+    wait_for("the Deployment back at its baseline of 2, unannotated", Duration::from_secs(60), || {
+        let d = env.deployment_now("demo", "web");
+        async move {
+            d.filter(|d| {
+                d["spec"]["replicas"] == 2
+                    && d["metadata"]["annotations"][SURGE].is_null()
+                    && d["metadata"]["annotations"][ORIGINAL].is_null()
+            })
+            .map(|_| ())
+        }
+    })
+    .await;
+    wait_for("the Go finalizers released", Duration::from_secs(60), || {
+        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "web");
+        async move {
+            eas.filter(|e| {
+                e["metadata"]["finalizers"].as_array().is_none_or(|f| {
+                    f.iter().all(|f| !f.as_str().unwrap_or_default().starts_with("eviction-autoscaler"))
+                })
+            })
+        }
+    })
+    .await;
+    let restored = wait_for("the PDB restored to maxUnavailable: 1", Duration::from_secs(60), || {
+        let p = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web");
+        async move {
+            p.filter(|p| {
+                let annotations = p["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
+                p["spec"]["maxUnavailable"] == 1
+                    && p["spec"]["minAvailable"].is_null()
+                    && !annotations
+                        .keys()
+                        .any(|k| k.ends_with("original-pdb-spec") || k.ends_with("pinned-floor"))
+            })
+        }
+    })
+    .await;
+    assert_eq!(restored["metadata"]["uid"], pdb_uid.as_str(), "the same PDB, restored in place");
+    env.wait_ready("demo", "web", 2).await;
+}
+
+/// Waits until Deployment `demo/name` has `replicas` and no surge annotations.
+async fn wait_clean(env: &Env, name: &str, replicas: i64) {
+    wait_for(
+        &format!("{name} at {replicas} replicas without surge annotations"),
+        Duration::from_secs(60),
+        || {
+            let d = env.deployment_now("demo", name);
+            async move {
+                d.filter(|d| {
+                    d["spec"]["replicas"] == replicas
+                        && d["metadata"]["annotations"][SURGE].is_null()
+                        && d["metadata"]["annotations"][ORIGINAL].is_null()
+                })
+                .map(|_| ())
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_leftovers_edited_autoscaled_zero_baseline_or_terminating_end_clean_without_data_loss() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.apply(&namespace("demo", &[])).await;
+    // Surged to 3 by the Go controller, then scaled to 5 by a user: the user's 5 stays.
+    env.apply(&deployment("demo", "edited", 5, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
+    env.apply(&pdb("demo", "edited", "edited", json!({"minAvailable": 1}))).await;
+    // Surged through its HPA (minimum 1 raised to 2).
+    env.apply(&deployment("demo", "auto", 2, &[])).await;
+    env.apply(&pdb("demo", "auto", "auto", json!({"minAvailable": 1}))).await;
+    env.apply(
+        &json!({
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "auto", "namespace": "demo", "annotations": {SURGE: "2", ORIGINAL: "1"}},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "auto"},
+                "minReplicas": 2, "maxReplicas": 4}
+        })
+        .to_string(),
+    )
+    .await;
+    // A recorded baseline of 0 (the Go bug fixed in its #181): never a reason to scale to 0.
+    env.apply(&deployment("demo", "zero", 2, &[(SURGE, "2"), (ORIGINAL, "0")])).await;
+    env.apply(&pdb("demo", "zero", "zero", json!({"minAvailable": 1}))).await;
+    // An EvictionAutoScaler being deleted, kept Terminating by the Go finalizers.
+    let eas = json!({
+        "apiVersion": "eviction-autoscaler.azure.com/v1", "kind": "EvictionAutoScaler",
+        "metadata": {"name": "edited", "namespace": "demo",
+            "finalizers": ["eviction-autoscaler.azure.com/surge-revert", "eviction-autoscaler.azure.com/pdb-floor"]},
+        "spec": {"targetName": "edited", "targetKind": "deployment"}
+    });
+    env.apply(&eas.to_string()).await;
+    env.kubectl_ok(&["delete", "evictionautoscaler", "-n", "demo", "edited", "--wait=false"]).await;
+    let terminating = env
+        .object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "edited")
+        .expect("the EAS is kept by its finalizers");
+    assert!(terminating["metadata"]["deletionTimestamp"].is_string(), "Terminating: {terminating}");
+    let zero_history = env.record_deployment("demo", "zero");
+
+    env.start_product(&FLAGS).await;
+    wait_clean(&env, "edited", 5).await;
+    wait_clean(&env, "zero", 2).await;
+    wait_for("the HPA minimum restored to 1 without surge annotations", Duration::from_secs(60), || {
+        let h = env.object("autoscaling", "v2", "horizontalpodautoscalers", "demo", "auto");
+        async move {
+            h.filter(|h| {
+                h["spec"]["minReplicas"] == 1
+                    && h["metadata"]["annotations"][SURGE].is_null()
+                    && h["metadata"]["annotations"][ORIGINAL].is_null()
+            })
+        }
+    })
+    .await;
+    let old_uid = terminating["metadata"]["uid"].clone();
+    wait_for("the Terminating EAS released and gone", Duration::from_secs(60), || {
+        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "edited");
+        let gone = eas.is_none_or(|e| e["metadata"]["uid"] != old_uid);
+        async move { gone.then_some(()) }
+    })
+    .await;
+
+    let zero_states = zero_history.states();
+    assert!(zero_states.iter().all(|s| s.replicas >= 2), "never scaled below 2: {zero_states:?}");
+    let writes: Vec<_> = env.product_writes_to("deployments").into_iter().filter(|r| r.code < 300).collect();
+    assert!(writes.len() <= 2, "only annotation clean-ups on edited and zero: {writes:?}");
+}

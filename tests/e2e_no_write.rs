@@ -1,0 +1,164 @@
+//! Situations where the product must not write any workload (issue 6 "Done when"), and its
+//! request-log hygiene: pods read only with a selector, and an idle cluster costs only watch
+//! and Lease traffic. Each no-write check waits for a positive marker that the product has
+//! seen the situation before it reads the request log.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::scenario::{surged, unsurged, wait_state};
+use support::{ClusterShape, Env, PRODUCT_AGENT, deployment, namespace, pdb, wait_for};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+const LONG: Duration = Duration::from_secs(60);
+const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
+
+/// Deployment `namespace/name` (`replicas`) behind PDB `minAvailable: min_available`, Ready.
+async fn app(env: &Env, ns: &str, name: &str, replicas: i32, min_available: i32) {
+    env.apply(&deployment(ns, name, replicas, &[])).await;
+    env.apply(&pdb(ns, name, name, json!({"minAvailable": min_available}))).await;
+    env.wait_ready(ns, name, i64::from(replicas)).await;
+}
+
+/// Waits until the product has created the EvictionAutoScaler for PDB `ns/name`.
+async fn wait_eas(env: &Env, ns: &str, name: &str) {
+    wait_for(&format!("EAS {ns}/{name}"), LONG, || async {
+        env.get(&["evictionautoscalers", "-n", ns, name]).await.map(|_| ())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&FLAGS).await;
+    env.apply(&namespace("demo", &[])).await;
+    app(&env, "demo", "web", 1, 1).await;
+    wait_eas(&env, "demo", "web").await;
+    let node = env.node_of("demo", "web").await;
+    let pod = env.pods_on("demo", "web", &node).await.remove(0);
+
+    // A descheduler's eviction: blocked by the PDB, but no drain anywhere.
+    let (accepted, output) = env.evict("demo", &pod).await;
+    assert!(!accepted, "the PDB refuses the eviction: {output}");
+    env.wait_eas_last_eviction("demo", "web", &pod).await;
+    assert_eq!(env.workload_writes(), vec![], "no workload write for a descheduler eviction");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_side_dry_run_drain_writes_nothing() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&FLAGS).await;
+    env.apply(&namespace("demo", &[])).await;
+    app(&env, "demo", "web", 1, 1).await;
+    let node = env.node_of("demo", "web").await;
+
+    // kubectl retries the refused dry-run eviction until its timeout; only the requests matter.
+    env.kubectl(&["drain", &node, "--dry-run=server", "--ignore-daemonsets", "--timeout=6s"]).await;
+    let dry_evictions = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.subresource == "eviction" && r.name.starts_with("web-"))
+        .count();
+    assert!(dry_evictions >= 1, "kubectl sent dry-run evictions: {:?}", env.evictions());
+    wait_for("the webhook to report the dry runs it ignored", LONG, || async {
+        (env.metric("eviction_autoscaler_webhook_dry_runs_ignored").await >= 1.0).then_some(())
+    })
+    .await;
+    let node_object = env.get(&["node", &node]).await.unwrap_or_default();
+    assert!(node_object["spec"]["unschedulable"].is_null(), "a dry-run cordon changes nothing");
+    assert_eq!(env.workload_writes(), vec![], "no workload write for a dry run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_out_of_scope_is_never_written() {
+    // One node: both Deployments' pods share it; the in-scope one is the marker.
+    let mut env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    env.start_product(&FLAGS).await;
+    env.apply(&namespace("demo", &[])).await;
+    env.apply(&namespace("elsewhere", &[])).await;
+    app(&env, "elsewhere", "api", 1, 1).await;
+    app(&env, "demo", "web", 1, 1).await;
+    let out_of_scope = env.pods_on("elsewhere", "api", "node-1").await.remove(0);
+    let in_scope = env.pods_on("demo", "web", "node-1").await.remove(0);
+    let marker = env.record_deployment("demo", "web");
+
+    env.kubectl_ok(&["cordon", "node-1"]).await;
+    let (accepted, _) = env.evict("elsewhere", &out_of_scope).await;
+    assert!(!accepted, "the out-of-scope PDB refuses the eviction");
+    let (accepted, _) = env.evict("demo", &in_scope).await;
+    assert!(!accepted, "the in-scope PDB refuses the eviction");
+    wait_state(&marker, "the in-scope Deployment to surge", LONG, surged).await;
+    env.wait_eas_last_eviction("demo", "web", &in_scope).await;
+
+    let foreign: Vec<_> = env.product_writes().into_iter().filter(|r| r.namespace == "elsewhere").collect();
+    assert_eq!(foreign, vec![], "nothing in the out-of-scope namespace is written");
+    assert!(
+        env.get(&["evictionautoscalers", "-n", "elsewhere", "api"]).await.is_none(),
+        "no EAS out of scope"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    env.start_product(&FLAGS).await;
+    env.apply(&namespace("demo", &[])).await;
+    app(&env, "demo", "web", 2, 1).await;
+    wait_eas(&env, "demo", "web").await;
+    let node = env.node_of("demo", "web").await;
+    let pod = env.pods_on("demo", "web", &node).await.remove(0);
+
+    let drain = env.kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]).await;
+    assert!(drain.status.success(), "drain failed: {}", String::from_utf8_lossy(&drain.stderr));
+    assert_eq!(env.evictions(), vec![(pod.clone(), 201)], "evicted at the first attempt");
+    env.wait_eas_last_eviction("demo", "web", &pod).await;
+    assert_eq!(
+        env.workload_writes(),
+        vec![],
+        "no workload write when the PDB has room:\n{}",
+        env.product_log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_the_lease() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&FLAGS).await;
+    env.apply(&namespace("demo", &[])).await;
+    app(&env, "demo", "web", 1, 1).await;
+    let node = env.node_of("demo", "web").await;
+    let history = env.record_deployment("demo", "web");
+    let drain = env.kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]).await;
+    assert!(drain.status.success(), "drain failed: {}", String::from_utf8_lossy(&drain.stderr));
+    wait_state(&history, "the revert to 1", LONG, |s| s.replicas == 1 && unsurged(s)).await;
+    assert!(env.deployment_writes("demo", "web").len() == 2, "the drain surged and reverted");
+    assert_eq!(env.unselective_pod_reads(), vec![], "pods read only by node or label");
+
+    // Settled: the revert's Event and EAS status are written before the idle window opens.
+    env.wait_event("demo", "web", "SurgeReverted", LONG).await;
+    wait_for("EAS status without a surge", LONG, || async {
+        let eas = env.get(&["evictionautoscalers", "-n", "demo", "web"]).await?;
+        (eas["status"]["surgeReplicas"] == 0).then_some(())
+    })
+    .await;
+
+    // The spec's 60 s: long enough for a dozen Lease renewals and any periodic resync.
+    let start = env.requests().last().map_or(0, |r| r.seq);
+    let idle_end = std::time::Instant::now() + Duration::from_secs(60);
+    wait_for("60 s of idle cluster", Duration::from_secs(90), || async {
+        (std::time::Instant::now() >= idle_end).then_some(())
+    })
+    .await;
+    let idle: Vec<_> = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.seq > start && r.user_agent.starts_with(PRODUCT_AGENT))
+        .collect();
+    let other: Vec<_> = idle.iter().filter(|r| r.verb != "watch" && r.resource != "leases").collect();
+    assert_eq!(other, Vec::<&kube_sim::RequestRecord>::new(), "idle traffic beyond watches and the Lease");
+    assert!(idle.iter().any(|r| r.resource == "leases"), "the Lease was renewed while idle");
+}

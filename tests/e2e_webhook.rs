@@ -1,0 +1,86 @@
+//! The webhook as the apiserver sees it during real drains: every eviction is one signal, a
+//! server-side dry-run drain is none, and a stopped or killed webhook never blocks a drain.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use support::metrics::metric_sum;
+use support::{ClusterShape, Env, deployment, namespace, pdb};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+const SIGNALS: &str = "eviction_autoscaler_webhook_signals_emitted_total";
+const DRY_RUNS: &str = "eviction_autoscaler_webhook_dry_runs_ignored_total";
+const REQUESTS: &str = "eviction_autoscaler_webhook_requests_total";
+
+/// Two replicas, one per node, behind a PDB that allows one disruption: drains never block.
+async fn env_with_roomy_workload() -> Env {
+    let mut env = Env::start(BIN, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
+    env.start_product(&["--actioned-namespaces=apps", "--cooldown=2s", "--signal-window=10s"]).await;
+    env.apply(&namespace("apps", &[])).await;
+    env.apply(&deployment("apps", "web", 2, &[])).await;
+    env.apply(&pdb("apps", "web", "web", serde_json::json!({"minAvailable": 1}))).await;
+    env.wait_ready("apps", "web", 2).await;
+    env
+}
+
+fn eviction_posts(env: &Env) -> usize {
+    env.requests().iter().filter(|r| r.subresource == "eviction" && r.method == "POST").count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_signal_per_eviction_and_none_for_a_server_side_dry_run() {
+    let env = env_with_roomy_workload().await;
+    let node = env.node_of("apps", "web").await;
+
+    let (ok, output) =
+        env.kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--dry-run=server"]).await;
+    assert!(ok, "dry-run drain: {output}");
+    let dry_posts = eviction_posts(&env);
+    assert!(dry_posts > 0, "the server-side dry run sends evictions");
+    let metrics = env.metrics().await;
+    assert_eq!(metric_sum(&metrics, SIGNALS, &[]), 0.0, "a dry run emits no signal");
+    assert_eq!(metric_sum(&metrics, DRY_RUNS, &[]), dry_posts as f64, "each dry-run eviction is counted");
+    env.kubectl_ok(&["uncordon", &node]).await;
+
+    let (ok, output) = env
+        .kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"])
+        .await;
+    assert!(ok, "drain: {output}");
+    let real_posts = eviction_posts(&env) - dry_posts;
+    assert!(real_posts > 0);
+    let metrics = env.metrics().await;
+    assert_eq!(metric_sum(&metrics, SIGNALS, &[]), real_posts as f64, "one signal per eviction POST");
+    assert_eq!(
+        metric_sum(&metrics, REQUESTS, &["path=\"/validate-eviction\""]),
+        (dry_posts + real_posts) as f64,
+        "every eviction reached the webhook"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_webhook_delays_evictions_by_its_timeout_and_a_killed_one_not_at_all() {
+    let mut env = env_with_roomy_workload().await;
+    let product = env.product.as_ref().expect("product running");
+
+    // SIGSTOP: connections hang, the apiserver gives up after timeoutSeconds (5 s) and, with
+    // failurePolicy Ignore, admits the eviction.
+    product.signal("STOP");
+    let node = env.node_of("apps", "web").await;
+    let (ok, output) = env
+        .kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"])
+        .await;
+    product.signal("CONT");
+    assert!(ok, "drain with a stopped webhook: {output}");
+    assert!(env.evictions().iter().any(|(_, code)| *code == 201), "evicted despite the hung webhook");
+
+    // SIGKILL: nothing listens; the apiserver's call fails at once and is ignored.
+    product.signal("KILL");
+    let killed = env.product.take().expect("product");
+    drop(killed);
+    env.wait_ready("apps", "web", 2).await;
+    let node = env.node_of("apps", "web").await;
+    let (ok, output) = env
+        .kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=30s"])
+        .await;
+    assert!(ok, "drain with the webhook gone: {output}");
+}

@@ -1,0 +1,15 @@
+//! Reading the product's /metrics text.
+
+/// The sum of every sample of metric `name` (any labels) whose label text contains each of
+/// `labels` (e.g. `path="/validate-eviction"`); 0 when absent.
+pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (metric, label_text) = series.split_once('{').unwrap_or((series, ""));
+            (metric == name && labels.iter().all(|want| label_text.contains(want))).then_some(value)
+        })
+        .filter_map(|v| v.parse::<f64>().ok())
+        .sum()
+}
