@@ -27,8 +27,19 @@ enum Command {
     /// Write a CA and a serving certificate signed by it (ca.crt, tls.crt, tls.key) for local
     /// runs, tests and the demo. Clusters use cert-manager or the self-managed Secret.
     Certs(CertsArgs),
+    /// Before uninstall: revert active surges, delete every PDB carrying
+    /// `ownedBy: EvictionAutoScaler` and remove the EvictionAutoScaler objects. Idempotent.
+    /// Stop the product first: a running one recreates its PDBs.
+    Cleanup(CleanupArgs),
     /// Print the version.
     Version,
+}
+
+#[derive(clap::Args, Debug)]
+struct CleanupArgs {
+    /// List what would be done and change nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -63,6 +74,7 @@ fn main() -> ExitCode {
                 })
                 .map_err(Into::into)
         }
+        Command::Cleanup(CleanupArgs { dry_run }) => cleanup(dry_run),
         Command::Version => {
             println!("eviction-autoscaler {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -75,6 +87,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cleanup`: the controller crate prints one line per step; the summary closes the output.
+fn cleanup(dry_run: bool) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let client = kube_client().await?;
+        let report = eviction_autoscaler_controller::cleanup::run(client, dry_run).await?;
+        println!("{}", report.summary());
+        Ok(())
+    })
 }
 
 /// Reads the `--config` file (if any) and resolves every setting; a bad value stops here.

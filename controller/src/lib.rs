@@ -6,6 +6,7 @@
 //! * [`run`] / [`Controller`]: the entry points `main` wires (see README.md).
 
 pub mod adopt;
+pub mod cleanup;
 pub mod displaced;
 pub mod eas;
 pub mod error;
