@@ -65,7 +65,12 @@ async fn a_server_side_dry_run_drain_writes_nothing() {
         .count();
     assert!(dry_evictions >= 1, "kubectl sent dry-run evictions: {:?}", env.evictions());
     wait_for("the webhook to report the dry runs it ignored", LONG, || async {
-        (env.metric("eviction_autoscaler_webhook_dry_runs_ignored").await >= 1.0).then_some(())
+        (support::metrics::metric_sum(
+            &env.metrics().await,
+            "eviction_autoscaler_webhook_dry_runs_ignored_total",
+            &[],
+        ) >= 1.0)
+            .then_some(())
     })
     .await;
     let node_object = env.get(&["node", &node]).await.unwrap_or_default();

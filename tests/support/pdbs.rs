@@ -170,12 +170,7 @@ impl Env {
     /// `eviction_autoscaler_pdb_actions{outcome=<outcome>}` summed over reasons.
     pub async fn pdb_actions(&self, outcome: &str) -> u64 {
         let label = format!("outcome=\"{outcome}\"");
-        self.metrics()
-            .await
-            .lines()
-            .filter(|l| l.starts_with("eviction_autoscaler_pdb_actions") && l.contains(&label))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .map(|v| v as u64)
-            .sum()
+        super::metrics::metric_sum(&self.metrics().await, "eviction_autoscaler_pdb_actions_total", &[&label])
+            as u64
     }
 }

@@ -139,14 +139,4 @@ impl Env {
         )
         .await;
     }
-
-    /// A counter's value from the product's `/metrics` (sum over lines starting with `prefix`).
-    pub async fn metric(&self, prefix: &str) -> f64 {
-        self.metrics()
-            .await
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
-    }
 }
