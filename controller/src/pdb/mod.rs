@@ -53,6 +53,6 @@ pub use catalogue::{
 };
 pub use cleanup::{CleanupPlan, EasToRemove, SurgeCandidate, SurgeToRevert, SurgedKind, plan_cleanup};
 pub use desired::{Autoscaler, NoPdb, desired_min_available, desired_pdb, surge_baseline};
-pub use name::default_pdb_name;
+pub use name::{NAME_SUFFIX, default_pdb_name};
 pub use ownership::{CRD_NAME, HandOverPdb, OwnedPdb, crd_owner_reference, is_ours};
 pub use plan::{DeploymentPlan, NamespaceView, affected_deployments, plan_deployment, plan_pdb};

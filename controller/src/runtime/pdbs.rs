@@ -14,6 +14,8 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, info, instrument, warn};
 
+use eviction_autoscaler_shared::keys;
+
 use super::context::Context;
 use super::queue::Key;
 use crate::error;
@@ -73,7 +75,18 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
     let autoscaler = autoscaler_of(&deployment, &hpas, &scaled_objects);
     let namespace_view =
         NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
-    let plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &namespace_view, &ctx.config, crd_uid);
+    let mut plan =
+        pdb::plan_deployment(&deployment, autoscaler.as_ref(), &namespace_view, &ctx.config, crd_uid);
+    if matches!(plan.action, Action::Create { .. }) {
+        // Exactly once: a user PDB created a moment ago may not be in the cache yet, and a
+        // second PDB on the same pods makes every eviction fail. Re-plan on the live list.
+        let live = Api::<PodDisruptionBudget>::namespaced(ctx.client.clone(), &key.0)
+            .list(&Default::default())
+            .await?
+            .items;
+        let fresh = NamespaceView { pdbs: &live, ..namespace_view };
+        plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &fresh, &ctx.config, crd_uid);
+    }
     publish(ctx, &plan.events).await;
     let action_event = plan.action_event();
     if let Action::Skip { reason, .. } = &plan.action {
@@ -104,7 +117,14 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
 pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(), kube::Error> {
     let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
     let view = view(ctx, &namespace);
-    let action = pdb::plan_pdb(pdb, &view.deployments);
+    let mut action = pdb::plan_pdb(pdb, &view.deployments);
+    if matches!(action, Action::Delete { reason: pdb::DeleteReason::DeploymentDeleted, .. })
+        && target_deployment_exists(ctx, pdb, &namespace).await?
+    {
+        // The admission path creates a PDB before its Deployment reaches our cache; "no
+        // Deployment" from the cache alone would delete a PDB that is just new.
+        action = Action::Nothing;
+    }
     if perform(ctx, &action).await? == Performed::Done {
         count(ctx, &action);
         let subject = pdb::EventSubject {
@@ -119,6 +139,19 @@ pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Whether the Deployment an owned PDB is for exists, read from the API (not the cache).
+async fn target_deployment_exists(
+    ctx: &Context,
+    pdb: &PodDisruptionBudget,
+    namespace: &str,
+) -> Result<bool, kube::Error> {
+    let name = pdb.metadata.name.as_deref().unwrap_or_default();
+    let target = pdb.metadata.annotations.as_ref().and_then(|a| a.get(keys::TARGET)).cloned();
+    let target = target.unwrap_or_else(|| name.strip_suffix(pdb::NAME_SUFFIX).unwrap_or(name).to_owned());
+    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
+    Ok(deployments.get_opt(&target).await?.is_some_and(|d| d.metadata.deletion_timestamp.is_none()))
 }
 
 /// Deployment CREATE admission (any replica): create its PDB before its pods exist.
