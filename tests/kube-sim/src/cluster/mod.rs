@@ -5,6 +5,7 @@
 mod delete;
 mod hooks;
 mod options;
+mod patching;
 mod scale;
 mod watch;
 mod write;

@@ -12,7 +12,6 @@ use super::options::{Gvr, WriteOptions};
 use super::scale::{apply_scale, to_scale};
 use crate::error::ApiError;
 use crate::meta::{meta_mut, meta_str, new_uid, now_rfc3339, random_suffix};
-use crate::patch::{PatchError, PatchType, apply_patch};
 use crate::resources::{ResourceInfo, crd_resources};
 use crate::store::{CommitError, Mutation, object_rv};
 
@@ -27,7 +26,7 @@ pub(crate) enum Target {
 }
 
 impl Target {
-    fn parse(info: &ResourceInfo, sub: Option<&str>) -> Result<Self, ApiError> {
+    pub(super) fn parse(info: &ResourceInfo, sub: Option<&str>) -> Result<Self, ApiError> {
         match sub {
             None | Some("") => Ok(Self::Main),
             Some("status") if info.status => Ok(Self::Status),
@@ -50,17 +49,7 @@ enum Attempt<T> {
     Retry,
 }
 
-fn patch_error(e: PatchError) -> ApiError {
-    match e {
-        PatchError::BadRequest(m) => ApiError::bad_request(m),
-        PatchError::Unprocessable(m) => {
-            ApiError { code: 422, reason: "Invalid".into(), message: m, details: None }
-        }
-        PatchError::UnsupportedMediaType(m) => ApiError::unsupported_media_type(m),
-    }
-}
-
-fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> Result<(), ApiError> {
+pub(super) fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> Result<(), ApiError> {
     if !object.is_object() {
         return Err(ApiError::bad_request("the body of the request was not a JSON object"));
     }
@@ -201,7 +190,7 @@ impl Cluster {
         Ok(Self::served_form(&info, created))
     }
 
-    async fn create_checked(
+    pub(super) async fn create_checked(
         &self,
         info: &Arc<ResourceInfo>,
         namespace: Option<&str>,
@@ -393,7 +382,7 @@ impl Cluster {
         Ok(self.answer_form(&info, target, result))
     }
 
-    fn answer_form(&self, info: &ResourceInfo, target: Target, object: Arc<Value>) -> Arc<Value> {
+    pub(super) fn answer_form(&self, info: &ResourceInfo, target: Target, object: Arc<Value>) -> Arc<Value> {
         match (target, &info.scale) {
             (Target::Scale, Some(paths)) => Arc::new(to_scale(paths, &object)),
             _ => Self::served_form(info, object),
@@ -415,80 +404,10 @@ impl Cluster {
     }
 
     /// PATCH of the object or a subresource. Returns the answer and whether it created the
-    /// object (server-side apply of a missing object → 201).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn patch(
-        &self,
-        gvr: &Gvr,
-        namespace: Option<&str>,
-        name: &str,
-        subresource: Option<&str>,
-        patch_type: PatchType,
-        patch: &[u8],
-        opts: &WriteOptions,
-    ) -> Result<(Arc<Value>, bool), ApiError> {
-        let info = self.resource(gvr)?;
-        let ns = Self::check_namespace_arg(&info, namespace)?;
-        let target = Target::parse(&info, subresource)?;
-        let key = info.storage_key();
-        if target == Target::Main
-            && patch_type == PatchType::Apply
-            && self.store().get(&key, &ns, name).is_none()
-        {
-            let empty = json!({});
-            let mut object =
-                apply_patch(&info.api_version(), &info.kind, info.builtin, &empty, patch_type, patch)
-                    .map_err(patch_error)?;
-            check_type_meta(&info, &mut object)?;
-            let meta = meta_mut(&mut object);
-            meta.insert("name".into(), json!(name));
-            let created = self
-                .create_checked(&info, Some(&ns).filter(|n| !n.is_empty()).map(|n| n.as_str()), object, opts)
-                .await?;
-            return Ok((Self::served_form(&info, created), true));
-        }
-        let result = self
-            .guaranteed_update(&info, &ns, name, target, opts, |current| {
-                let served = Self::served_form(&info, current.clone());
-                match (target, &info.scale) {
-                    (Target::Scale, Some(paths)) => {
-                        let scale = to_scale(paths, current);
-                        let patched = apply_patch("autoscaling/v1", "Scale", true, &scale, patch_type, patch)
-                            .map_err(patch_error)?;
-                        if object_rv(&patched) != object_rv(current) {
-                            return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
-                        }
-                        crate::validation::validate_scale(name, &patched)?;
-                        Ok(apply_scale(paths, current, &patched))
-                    }
-                    _ => {
-                        let mut patched = apply_patch(
-                            &info.api_version(),
-                            &info.kind,
-                            info.builtin,
-                            &served,
-                            patch_type,
-                            patch,
-                        )
-                        .map_err(patch_error)?;
-                        if object_rv(&patched) != object_rv(current) {
-                            return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
-                        }
-                        if info.group == "events.k8s.io" {
-                            patched = crate::event_mapping::to_core(&patched);
-                        }
-                        Ok(patched)
-                    }
-                }
-            })
-            .await?;
-        Ok((self.answer_form(&info, target, result), false))
-    }
-
     /// Read-modify-write with retries on concurrent changes (upstream `GuaranteedUpdate`).
     /// `build` turns the current object into the requested new one (before status/spec
     /// separation and system fields).
-    async fn guaranteed_update(
+    pub(super) async fn guaranteed_update(
         &self,
         info: &Arc<ResourceInfo>,
         ns: &str,
