@@ -10,6 +10,7 @@ pub mod protobuf;
 pub mod selector;
 pub mod table;
 
+pub mod auth;
 pub mod cluster;
 pub mod cluster_logic;
 pub mod controllers;
@@ -36,6 +37,6 @@ pub use cluster::{
 };
 pub use controllers::{BehaviourHandle, ClusterBehaviour};
 pub use error::ApiError;
-pub use request_log::{RequestLog, RequestRecord};
+pub use request_log::{RequestLog, RequestRecord, WebhookFailure};
 pub use resources::{ExtraSubresource, ResourceInfo};
-pub use server::{Server, ServerOptions, StartError};
+pub use server::{KubeconfigError, Server, ServerOptions, StartError};

@@ -1,4 +1,5 @@
-//! `kube-sim --listen 127.0.0.1:0 --kubeconfig PATH [--seed FILE_OR_DIR]... [--nodes N ...]`
+//! `kube-sim --listen 127.0.0.1:0 --kubeconfig PATH [--seed FILE_OR_DIR]...
+//! [--service-account-kubeconfig NS/NAME=PATH]... [--nodes N ...]`
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,6 +43,28 @@ struct Args {
     /// Route a webhook `clientConfig.service` to a local address: `NAMESPACE/NAME=HOST:PORT`.
     #[arg(long, value_parser = kube_sim::controllers::parse_service_endpoint)]
     service_endpoint: Vec<((String, String), SocketAddr)>,
+    /// Write a kubeconfig authenticating as a ServiceAccount: `NAMESPACE/NAME=PATH`
+    /// (repeatable; the namespace and ServiceAccount are created when missing).
+    #[arg(long, value_parser = parse_service_account_kubeconfig)]
+    service_account_kubeconfig: Vec<ServiceAccountKubeconfig>,
+}
+
+/// One `--service-account-kubeconfig NAMESPACE/NAME=PATH`.
+#[derive(Clone, Debug)]
+struct ServiceAccountKubeconfig {
+    namespace: String,
+    name: String,
+    path: PathBuf,
+}
+
+fn parse_service_account_kubeconfig(text: &str) -> Result<ServiceAccountKubeconfig, String> {
+    let usage = || format!("expected NAMESPACE/NAME=PATH, got {text:?}");
+    let (account, path) = text.split_once('=').ok_or_else(usage)?;
+    let (namespace, name) = account.split_once('/').ok_or_else(usage)?;
+    if namespace.is_empty() || name.is_empty() || path.is_empty() || name.contains('/') {
+        return Err(usage());
+    }
+    Ok(ServiceAccountKubeconfig { namespace: namespace.into(), name: name.into(), path: path.into() })
 }
 
 impl Args {
@@ -80,9 +103,22 @@ async fn run(args: Args) -> Result<(), String> {
     if count > 0 {
         eprintln!("kube-sim: seeded {count} objects in {:.2?}", started.elapsed());
     }
-    let options =
-        ServerOptions { listen: args.listen, kubeconfig: args.kubeconfig, cluster: config, behaviour };
+    let options = ServerOptions {
+        listen: args.listen,
+        kubeconfig: args.kubeconfig.clone(),
+        cluster: config,
+        behaviour,
+    };
     let server = Server::start_with(options, cluster).await.map_err(|e| e.to_string())?;
+    for sa in &args.service_account_kubeconfig {
+        server
+            .ensure_service_account(&sa.namespace, &sa.name)
+            .await
+            .map_err(|e| format!("cannot create the service account {}/{}: {e}", sa.namespace, sa.name))?;
+        server
+            .write_service_account_kubeconfig(&sa.namespace, &sa.name, &sa.path)
+            .map_err(|e| e.to_string())?;
+    }
     println!("kube-sim ready {}", server.url());
     wait_for_signal().await?;
     server.shutdown().await;
@@ -113,6 +149,22 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("kube-sim: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_service_account_kubeconfig;
+
+    #[test]
+    fn service_account_kubeconfig_flags_are_parsed_and_checked() {
+        let parsed = parse_service_account_kubeconfig("ea/ea-sa=/tmp/kc").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((parsed.namespace.as_str(), parsed.name.as_str()), ("ea", "ea-sa"));
+        assert_eq!(parsed.path, std::path::PathBuf::from("/tmp/kc"));
+        for bad in ["ea/ea", "ea=/tmp/kc", "/ea=/tmp/kc", "ea/=/tmp/kc", "ea/b=", "a/b/c=/tmp/x"] {
+            let err = parse_service_account_kubeconfig(bad).err().unwrap_or_default();
+            assert!(err.contains("expected NAMESPACE/NAME=PATH"), "{bad}: {err}");
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct RequestRecord {
     pub accept: String,
     /// `Content-Type` header.
     pub content_type: String,
+    /// The authenticated username (`kube-sim-admin`, `system:serviceaccount:NS:NAME`,
+    /// `system:anonymous`); `""` when authentication failed (401).
+    pub user: String,
     /// HTTP answer code.
     pub code: u16,
 }
@@ -58,6 +61,18 @@ impl RequestRecord {
     }
 }
 
+/// An admission webhook the apiserver could not get an answer from (transport error, timeout,
+/// bad response), whatever its failurePolicy made of it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WebhookFailure {
+    /// RFC 3339 time (millisecond precision).
+    pub timestamp: String,
+    /// The webhook's `name`.
+    pub webhook: String,
+    /// The error, as the apiserver words it (`failed calling webhook …` detail).
+    pub error: String,
+}
+
 /// The log. Bounded: the oldest records are dropped past `capacity`; counters keep counting.
 #[derive(Debug)]
 pub struct RequestLog {
@@ -69,6 +84,7 @@ struct LogState {
     seq: u64,
     records: std::collections::VecDeque<RequestRecord>,
     counters: BTreeMap<String, u64>,
+    webhook_failures: Vec<WebhookFailure>,
 }
 
 const CAPACITY: usize = 100_000;
@@ -114,10 +130,27 @@ impl RequestLog {
     pub fn write_count(&self) -> usize {
         self.lock().records.iter().filter(|r| r.is_write()).count()
     }
-    /// Forgets records and counters.
+    /// Notes a webhook call that got no usable answer (bounded like the records).
+    pub fn record_webhook_failure(&self, webhook: &str, error: &str) {
+        let mut state = self.lock();
+        state.webhook_failures.push(WebhookFailure {
+            timestamp: jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+            webhook: webhook.to_owned(),
+            error: error.to_owned(),
+        });
+        if state.webhook_failures.len() > CAPACITY {
+            state.webhook_failures.remove(0);
+        }
+    }
+    /// Webhook calls that got no usable answer, oldest first.
+    pub fn webhook_failures(&self) -> Vec<WebhookFailure> {
+        self.lock().webhook_failures.clone()
+    }
+    /// Forgets records, counters and webhook failures.
     pub fn clear(&self) {
         let mut state = self.lock();
         state.records.clear();
         state.counters.clear();
+        state.webhook_failures.clear();
     }
 }

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -10,7 +11,9 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::cluster::{Cluster, ClusterConfig};
+use crate::auth::{Authenticator, TokenRegistry};
+use crate::cluster::{Cluster, ClusterConfig, Gvr, WriteOptions};
+use crate::error::ApiError;
 use crate::http::{HttpState, router};
 
 /// How to start a server.
@@ -59,6 +62,27 @@ pub enum StartError {
     /// Starting the cluster's behaviour (creating the nodes).
     #[error("cannot start the cluster behaviour: {0}")]
     Behaviour(crate::error::ApiError),
+    /// Creating the bootstrap RBAC policy.
+    #[error("cannot create the bootstrap RBAC policy: {0}")]
+    Policy(crate::error::ApiError),
+}
+
+/// Writing a ServiceAccount kubeconfig failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    /// The ServiceAccount does not exist (or could not be created).
+    #[error("cannot get a token for the service account {namespace}/{name}: {error}")]
+    ServiceAccount {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// The API error.
+        error: Box<ApiError>,
+    },
+    /// Writing the file.
+    #[error("cannot write the kubeconfig {0}: {1}")]
+    Write(PathBuf, std::io::Error),
 }
 
 /// A running kube-sim. Dropping it stops the server.
@@ -69,6 +93,7 @@ pub struct Server {
     kubeconfig: PathBuf,
     ca_pem: String,
     token: String,
+    tokens: Arc<TokenRegistry>,
     cluster: Cluster,
     shutdown: tokio::sync::watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
@@ -89,6 +114,9 @@ impl Server {
     /// Starts a server for an existing cluster (e.g. one pre-seeded in-process). With
     /// `options.behaviour`, build the cluster with `ClusterBehaviour::cluster_config`.
     pub async fn start_with(options: ServerOptions, cluster: Cluster) -> Result<Self, StartError> {
+        crate::auth::bootstrap::install(&cluster).await.map_err(StartError::Policy)?;
+        let tokens = Arc::new(TokenRegistry::default());
+        crate::auth::token_request::register(&cluster, tokens.clone());
         let behaviour = match options.behaviour.clone() {
             Some(b) => Some(crate::controllers::start(&cluster, b).await.map_err(StartError::Behaviour)?),
             None => None,
@@ -103,7 +131,8 @@ impl Server {
         crate::tls::write_kubeconfig(&options.kubeconfig, &url, &certs.ca_pem, &token)
             .map_err(|e| StartError::Kubeconfig(options.kubeconfig.clone(), e))?;
         let (shutdown, shutdown_rx) = tokio::sync::watch::channel(false);
-        let state = HttpState { cluster: cluster.clone(), server_address: addr.to_string() };
+        let auth = Arc::new(Authenticator::new(token.clone(), tokens.clone()));
+        let state = HttpState { cluster: cluster.clone(), server_address: addr.to_string(), auth };
         let task = tokio::spawn(accept_loop(listener, tls, state, shutdown_rx));
         Ok(Self {
             url,
@@ -111,6 +140,7 @@ impl Server {
             kubeconfig: options.kubeconfig,
             ca_pem: certs.ca_pem,
             token,
+            tokens,
             cluster,
             shutdown,
             task: Some(task),
@@ -134,10 +164,64 @@ impl Server {
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
     }
-    /// The bearer token in the kubeconfig (not checked by the server).
+    /// The bearer token in the kubeconfig: user `kube-sim-admin` in `system:masters`, allowed
+    /// everything.
     pub fn token(&self) -> &str {
         &self.token
     }
+
+    /// Creates the namespace and the ServiceAccount `namespace/name` when missing (no
+    /// admission), as `--service-account-kubeconfig` does.
+    pub async fn ensure_service_account(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
+        let options = WriteOptions { skip_admission: true, ..WriteOptions::default() };
+        let namespaces = Gvr::new("", "v1", "namespaces");
+        if self.cluster.get(&namespaces, None, namespace).is_err() {
+            let object =
+                serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+            match self.cluster.create(&namespaces, None, object, &options).await {
+                Err(e) if e.code != 409 => return Err(e),
+                _ => {}
+            }
+        }
+        let accounts = Gvr::new("", "v1", "serviceaccounts");
+        if self.cluster.get(&accounts, Some(namespace), name).is_err() {
+            let object = serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": name, "namespace": namespace}});
+            match self.cluster.create(&accounts, Some(namespace), object, &options).await {
+                Err(e) if e.code != 409 => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A new bearer token for the existing ServiceAccount `namespace/name` (404 when it does
+    /// not exist). It never expires; it stops working when the ServiceAccount is deleted.
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> Result<String, ApiError> {
+        crate::auth::token_request::issue_token(&self.cluster, &self.tokens, namespace, name, None)
+    }
+
+    /// Writes a kubeconfig like the admin one (same server, CA and context name) that
+    /// authenticates as the existing ServiceAccount `namespace/name`, with context namespace
+    /// `namespace`.
+    pub fn write_service_account_kubeconfig(
+        &self,
+        namespace: &str,
+        name: &str,
+        path: impl AsRef<Path>,
+    ) -> Result<(), KubeconfigError> {
+        let token =
+            self.service_account_token(namespace, name).map_err(|error| KubeconfigError::ServiceAccount {
+                namespace: namespace.into(),
+                name: name.into(),
+                error: Box::new(error),
+            })?;
+        let path = path.as_ref();
+        let user = crate::auth::service_account_username(namespace, name);
+        crate::tls::write_kubeconfig_as(path, &self.url, &self.ca_pem, &user, &token, namespace)
+            .map_err(|e| KubeconfigError::Write(path.to_path_buf(), e))
+    }
+
     /// The cluster (in-process API).
     pub fn cluster(&self) -> &Cluster {
         &self.cluster

@@ -67,11 +67,25 @@ pub fn server_config(certs: &Certs) -> Result<Arc<rustls::ServerConfig>, CertErr
 }
 
 /// Writes a kubeconfig for `url` trusting `ca_pem`, authenticating with `token`, context
-/// namespace `default`.
+/// namespace `default` (the admin kubeconfig).
 pub fn write_kubeconfig(path: &Path, url: &str, ca_pem: &str, token: &str) -> std::io::Result<()> {
+    write_kubeconfig_as(path, url, ca_pem, "kube-sim", token, "default")
+}
+
+/// Writes a kubeconfig for `url` trusting `ca_pem`, whose user `user_name` authenticates with
+/// `token`, with context namespace `namespace`.
+pub fn write_kubeconfig_as(
+    path: &Path,
+    url: &str,
+    ca_pem: &str,
+    user_name: &str,
+    token: &str,
+    namespace: &str,
+) -> std::io::Result<()> {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    // Plain YAML scalars: names, namespaces and tokens are DNS labels/ASCII without ": ".
     let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: kube-sim\n  user:\n    token: {token}\ncontexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: kube-sim\n    namespace: default\ncurrent-context: kube-sim\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: {user_name}\n  user:\n    token: {token}\ncontexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: {user_name}\n    namespace: {namespace}\ncurrent-context: kube-sim\npreferences: {{}}\n"
     );
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;

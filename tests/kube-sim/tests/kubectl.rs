@@ -6,7 +6,7 @@ use common::{Sim, deployment_yaml, node_yaml, pod_yaml};
 use serde_json::Value;
 
 fn project_crd() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crd.yaml");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/base/crd.yaml");
     std::fs::read_to_string(path).unwrap_or_else(|_| common::EVICTION_AUTOSCALER_CRD.to_string())
 }
 

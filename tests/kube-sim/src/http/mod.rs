@@ -1,5 +1,6 @@
-//! The HTTP front end: one handler that parses the path, dispatches to discovery or the
-//! in-process API, logs the request and sets the common headers.
+//! The HTTP front end: one handler that authenticates and authorizes the request, parses the
+//! path, dispatches to discovery or the in-process API, logs the request and sets the common
+//! headers.
 
 mod resource;
 pub mod respond;
@@ -9,8 +10,10 @@ use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, header};
 use serde_json::json;
 
+use crate::auth::{Authenticator, RequestAttributes, UserInfo};
 use crate::cluster::Cluster;
 use crate::discovery;
+use crate::error::ApiError;
 use crate::request_log::RequestRecord;
 use route::Route;
 
@@ -21,6 +24,8 @@ pub struct HttpState {
     pub cluster: Cluster,
     /// `host:port` the server listens on (legacy `/api` `serverAddressByClientCIDRs`).
     pub server_address: String,
+    /// Bearer tokens → users.
+    pub auth: std::sync::Arc<Authenticator>,
 }
 
 /// The axum router serving the whole API.
@@ -59,11 +64,21 @@ async fn handle(
         user_agent,
         accept: accept.clone(),
         content_type: content_type.clone(),
+        user: String::new(),
         code: 0,
     };
     let log = !matches!(route, Route::DebugRequests);
-    let mut resp = match route {
-        Route::Resource(rp) => {
+    let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let checked = check_access(&state, &route, authorization, &method, &path, &query);
+    if let Some(user) = &checked.user {
+        record.user = user.username.clone();
+    }
+    let mut resp = match (checked.denial, route) {
+        (Some(err), _) => {
+            describe_resource(&mut record, &RequestAttributes::from_request(&method, &path, &query));
+            respond::error(&err)
+        }
+        (None, Route::Resource(rp)) => {
             record.group = rp.group.clone();
             record.resource = rp.plural.clone();
             record.subresource = rp.subresource.clone().unwrap_or_default();
@@ -74,7 +89,7 @@ async fn handle(
             resource::handle(&state.cluster, rp, &method, &params, &accept, &content_type, req.into_body())
                 .await
         }
-        other => non_resource(&state, other, &method, &accept, &query),
+        (None, other) => non_resource(&state, other, &method, &accept, &query),
     };
     record.code = resp.status().as_u16();
     if log {
@@ -82,6 +97,53 @@ async fn handle(
     }
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(respond::CACHE_CONTROL));
     resp
+}
+
+/// The outcome of authentication and authorization.
+struct Access {
+    /// The authenticated user (None: 401).
+    user: Option<UserInfo>,
+    /// The 401/403 to answer instead of serving the request.
+    denial: Option<ApiError>,
+}
+
+/// Authenticates and authorizes a request before anything else is done with it (as the
+/// apiserver's filters do, ahead of admission). The test hooks `/debug/*` and `/metrics` are
+/// open to everyone.
+fn check_access(
+    state: &HttpState,
+    route: &Route,
+    authorization: Option<&str>,
+    method: &str,
+    path: &str,
+    query: &str,
+) -> Access {
+    let open = matches!(route, Route::DebugRequests | Route::Metrics) || path.starts_with("/debug/");
+    let user = match state.auth.authenticate(&state.cluster, authorization) {
+        Ok(user) => user,
+        Err(_) if open => return Access { user: None, denial: None },
+        Err(err) => return Access { user: None, denial: Some(err) },
+    };
+    if open {
+        return Access { user: Some(user), denial: None };
+    }
+    let attrs = RequestAttributes::from_request(method, path, query);
+    let decision = crate::auth::authorize(&state.cluster, &user, &attrs);
+    let denial =
+        (!decision.allowed).then(|| crate::auth::forbidden::forbidden(&user, &attrs, &decision.reason));
+    Access { user: Some(user), denial }
+}
+
+/// Fills the record's resource fields of a request answered before routing (401/403).
+fn describe_resource(record: &mut RequestRecord, attrs: &RequestAttributes) {
+    if attrs.resource_request {
+        record.verb = attrs.verb.clone();
+        record.group = attrs.api_group.clone();
+        record.resource = attrs.resource.clone();
+        record.subresource = attrs.subresource.clone();
+        record.namespace = attrs.namespace.clone();
+        record.name = attrs.name.clone();
+    }
 }
 
 fn non_resource(state: &HttpState, route: Route, method: &str, accept: &str, query: &str) -> Response<Body> {
@@ -117,7 +179,12 @@ fn non_resource(state: &HttpState, route: Route, method: &str, accept: &str, que
             let log = cluster.request_log();
             respond::json(
                 200,
-                &json!({"requests": log.records_since(since), "counters": log.counters(), "last_seq": log.last_seq()}),
+                &json!({
+                    "requests": log.records_since(since),
+                    "counters": log.counters(),
+                    "last_seq": log.last_seq(),
+                    "webhookFailures": log.webhook_failures(),
+                }),
             )
         }
         Route::ApiRoot if aggregated => aggregated_doc(&discovery::aggregated_core(&all)),

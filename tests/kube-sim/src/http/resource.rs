@@ -71,8 +71,12 @@ fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
     }
     let ct = content_type.split(';').next().unwrap_or_default().trim();
     match ct {
-        "application/vnd.kubernetes.protobuf" => crate::protobuf::decode(body)
-            .map_err(|e| ApiError::bad_request(format!("unable to decode protobuf body: {e}"))),
+        // kubectl create token/role/rolebinding send protobuf bodies the auth module decodes.
+        "application/vnd.kubernetes.protobuf" => match crate::auth::protobuf_bodies::decode(body) {
+            Some(decoded) => decoded.map_err(ApiError::bad_request),
+            None => crate::protobuf::decode(body)
+                .map_err(|e| ApiError::bad_request(format!("unable to decode protobuf body: {e}"))),
+        },
         "application/yaml" | "application/apply-patch+yaml" => {
             let text = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
             serde_saphyr::from_str(text)

@@ -1,10 +1,12 @@
 //! The HTTPS call to one webhook: `POST <url>?timeout=<N>s` with the AdmissionReview, TLS
 //! verified against the webhook's `caBundle`, the whole exchange bounded by `timeoutSeconds`.
 //! A `clientConfig.service` is reached through the `--service-endpoint` routes, with the
-//! server name `<name>.<namespace>.svc` as upstream.
+//! server name `<name>.<namespace>.svc` as upstream. Connections are kept alive and reused,
+//! as the apiserver's cached webhook clients do.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -100,11 +102,42 @@ fn tls_config(ca_bundle: &str) -> Result<Arc<rustls::ClientConfig>, String> {
     Ok(Arc::new(config))
 }
 
-async fn exchange(
-    destination: &Destination,
-    ca_bundle: &str,
-    review: &Value,
-) -> Result<(u16, Vec<u8>), String> {
+/// What a kept-alive connection was opened for: a different caBundle or server name must not
+/// reuse it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct ConnectionKey {
+    addr: SocketAddr,
+    server_name: String,
+    ca_bundle: String,
+}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
+/// Idle kept-alive connections to webhooks. The apiserver caches one REST client per webhook
+/// and reuses its connections; opening a TLS connection per call would make every admitted
+/// write slower than on a real cluster.
+#[derive(Default)]
+pub struct Connections(Mutex<HashMap<ConnectionKey, Vec<Sender>>>);
+
+impl Connections {
+    fn take_idle(&self, key: &ConnectionKey) -> Option<Sender> {
+        let mut idle = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let senders = idle.get_mut(key)?;
+        while let Some(sender) = senders.pop() {
+            if !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, key: ConnectionKey, sender: Sender) {
+        let mut idle = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        idle.entry(key).or_default().push(sender);
+    }
+}
+
+async fn connect(destination: &Destination, ca_bundle: &str) -> Result<Sender, String> {
     let config = tls_config(ca_bundle)?;
     let addr = destination.addr;
     let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| match e.kind() {
@@ -117,27 +150,73 @@ async fn exchange(
         .connect(server_name, tcp)
         .await
         .map_err(|e| format!("tls: failed to verify certificate: {e}"))?;
-    let (mut sender, connection) =
+    let (sender, connection) =
         hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(|e| e.to_string())?;
-    let driver = tokio::spawn(connection);
-    let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
-    let request = http::Request::post(&destination.path)
+    // Ends by itself when the sender is dropped or the server closes the connection.
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+fn request(destination: &Destination, body: Bytes) -> Result<http::Request<Full<Bytes>>, String> {
+    http::Request::post(&destination.path)
         .header(http::header::HOST, &destination.host_header)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json, */*")
         .header(http::header::USER_AGENT, "kube-apiserver-admission")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| e.to_string())?;
-    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+        .body(Full::new(body))
+        .map_err(|e| e.to_string())
+}
+
+async fn exchange(
+    connections: &Connections,
+    destination: &Destination,
+    ca_bundle: &str,
+    review: &Value,
+) -> Result<(u16, Vec<u8>), String> {
+    let key = ConnectionKey {
+        addr: destination.addr,
+        server_name: destination.server_name.clone(),
+        ca_bundle: ca_bundle.to_string(),
+    };
+    let body = Bytes::from(serde_json::to_vec(review).map_err(|e| e.to_string())?);
+    // A kept-alive connection the server closed in the meantime fails without an answer; like
+    // Go's transport (which replays such requests), retry once on a fresh connection.
+    let reused = match connections.take_idle(&key) {
+        Some(mut sender) => match sender.ready().await {
+            Ok(()) => match sender.try_send_request(request(destination, body.clone())?).await {
+                Ok(response) => Some((sender, response)),
+                Err(mut failed) => {
+                    let error = failed.error();
+                    let closed = error.is_closed() || error.is_incomplete_message() || error.is_canceled();
+                    if failed.take_message().is_none() && !closed {
+                        return Err(failed.into_error().to_string());
+                    }
+                    None
+                }
+            },
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let (sender, response) = match reused {
+        Some(sent) => sent,
+        None => {
+            let mut sender = connect(destination, ca_bundle).await?;
+            let response =
+                sender.send_request(request(destination, body)?).await.map_err(|e| e.to_string())?;
+            (sender, response)
+        }
+    };
     let status = response.status().as_u16();
     let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-    driver.abort();
+    connections.put_idle(key, sender);
     Ok((status, bytes.to_vec()))
 }
 
 /// POSTs `review` to the webhook; returns the HTTP status and body, or the transport error
 /// detail (`context deadline exceeded` after `timeout_seconds`).
 pub async fn post(
+    connections: &Connections,
     target: &WebhookTarget,
     routes: &ServiceRoutes,
     ca_bundle: &str,
@@ -146,7 +225,7 @@ pub async fn post(
 ) -> Result<(u16, Vec<u8>), String> {
     let work = async {
         let destination = destination(target, routes, timeout_seconds).await?;
-        exchange(&destination, ca_bundle, review).await
+        exchange(connections, &destination, ca_bundle, review).await
     };
     match tokio::time::timeout(Duration::from_secs(timeout_seconds), work).await {
         Ok(result) => result,

@@ -17,14 +17,14 @@ use crate::cluster_logic::admission::Operation as LogicOperation;
 use crate::cluster_logic::admission::{
     AdmissionAttributes, FailureOutcome, Invocation, ResourceRef, WebhookVerdict, admission_review,
     default_configuration, dry_run_unsupported, judge_response, on_call_error, ordered_webhooks,
-    review_version, should_call_hook, timeout_seconds, transport_error_text, validate_configuration,
-    webhook_target,
+    review_version, should_call_hook, timeout_seconds, transport_error_text, webhook_target,
 };
 use crate::controllers::ServiceRoutes;
 use crate::error::ApiError;
 use crate::resources::StorageKey;
 
-/// The requester every request is attributed to (kube-sim does not authenticate).
+/// The requester every AdmissionReview names (the authenticated user is not passed through to
+/// admission; see the README).
 pub fn default_user_info() -> Value {
     json!({"username": "kubernetes-admin", "groups": ["kubeadm:cluster-admins", "system:authenticated"]})
 }
@@ -34,11 +34,12 @@ const GROUP: &str = "admissionregistration.k8s.io";
 /// Calls the webhooks configured in a cluster's store.
 pub struct Webhooks {
     routes: ServiceRoutes,
+    connections: client::Connections,
 }
 
 impl Webhooks {
     pub(crate) fn new(routes: ServiceRoutes) -> Self {
-        Self { routes }
+        Self { routes, connections: client::Connections::default() }
     }
 
     fn configurations(cluster: &Cluster, plural: &str, mutating: bool) -> Vec<Value> {
@@ -115,7 +116,7 @@ impl Webhooks {
         let review = admission_review(api_version, &uid, invocation, attributes);
         let ca_bundle = webhook.pointer("/clientConfig/caBundle").and_then(Value::as_str).unwrap_or("");
         let name = webhook["name"].as_str().unwrap_or("");
-        match client::post(&target, &self.routes, ca_bundle, timeout, &review).await {
+        match client::post(&self.connections, &target, &self.routes, ca_bundle, timeout, &review).await {
             Ok((status, body)) => judge_response(
                 webhook,
                 mutating,
@@ -151,6 +152,9 @@ impl Webhooks {
                     return Err(status.to_api_error());
                 }
                 WebhookVerdict::CallError(text) => {
+                    cluster
+                        .request_log()
+                        .record_webhook_failure(webhook["name"].as_str().unwrap_or(""), &text);
                     if let FailureOutcome::Reject(status) = on_call_error(webhook, true, 0, index, &text) {
                         return Err(status.to_api_error());
                     }
@@ -177,10 +181,14 @@ impl Webhooks {
                     WebhookVerdict::Denied { status, .. } | WebhookVerdict::Reject(status) => {
                         Err(status.to_api_error())
                     }
-                    WebhookVerdict::CallError(text) => match on_call_error(webhook, false, 0, index, &text) {
-                        FailureOutcome::Reject(status) => Err(status.to_api_error()),
-                        FailureOutcome::Ignore { .. } => Ok(()),
-                    },
+                    WebhookVerdict::CallError(text) => {
+                        let name = webhook["name"].as_str().unwrap_or("");
+                        cluster.request_log().record_webhook_failure(name, &text);
+                        match on_call_error(webhook, false, 0, index, &text) {
+                            FailureOutcome::Reject(status) => Err(status.to_api_error()),
+                            FailureOutcome::Ignore { .. } => Ok(()),
+                        }
+                    }
                 }
             })
             .collect();
@@ -274,14 +282,10 @@ impl AdmissionHook for AdmissionBridge {
 
     fn validate<'a>(&'a self, request: &'a AdmissionRequest) -> BoxFuture<'a, Result<(), ApiError>> {
         Box::pin(async move {
-            if let Some(mutating) = is_configuration(request) {
-                let object = request.object.clone().unwrap_or(Value::Null);
-                let errors = validate_configuration(&object, mutating);
-                if errors.is_empty() {
-                    return Ok(());
-                }
-                let info = &request.resource;
-                return Err(ApiError::invalid(&info.kind, &info.group, &info.kind, &request.name, &errors));
+            if is_configuration(request).is_some() {
+                // Validated with every other kind (crate::validation); the apiserver never calls
+                // webhooks on webhook configurations.
+                return Ok(());
             }
             let Some(cluster) = self.cluster() else { return Ok(()) };
             if !has_configurations(&cluster, "validatingwebhookconfigurations") {
