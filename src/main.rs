@@ -7,6 +7,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use eviction_autoscaler_shared::config::{Config, LogFormat, SettingsArgs};
 
+mod reload;
+
 /// Keeps node drains from being blocked by PodDisruptionBudgets, and Deployments from being left
 /// without one.
 #[derive(Parser, Debug)]
@@ -58,8 +60,12 @@ struct CertsArgs {
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     let result = match command {
-        Command::Run(args) => load_config(&args).and_then(run),
-        Command::Config(args) => load_config(&args).and_then(|config| {
+        Command::Run(args) => load_config(&args).and_then(|(config, file)| {
+            // The file is followed for changes; flags and environment keep their values.
+            let follow = args.config.clone().zip(file).map(|(path, text)| (args, path, text));
+            run(config, follow)
+        }),
+        Command::Config(args) => load_config(&args).and_then(|(config, _)| {
             println!("{}", serde_json::to_string_pretty(&config)?);
             Ok(())
         }),
@@ -101,18 +107,22 @@ fn cleanup(dry_run: bool) -> anyhow::Result<()> {
 }
 
 /// Reads the `--config` file (if any) and resolves every setting; a bad value stops here.
-fn load_config(args: &SettingsArgs) -> anyhow::Result<Config> {
-    let file = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("config file {}: cannot read", path.display()))?;
-            Some((path.display().to_string(), text))
-        }
+/// Returns the configuration and the file's text.
+fn load_config(args: &SettingsArgs) -> anyhow::Result<(Config, Option<String>)> {
+    let text = match &args.config {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("config file {}: cannot read", path.display()))?,
+        ),
         None => None,
     };
-    let config = Config::resolve(args, file.as_ref().map(|(p, t)| (p.as_str(), t.as_str())))?;
-    Ok(config)
+    let source = args.config.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+    let config = Config::resolve(args, text.as_deref().map(|t| (source.as_str(), t)))?;
+    Ok((config, text))
 }
+
+/// The `--config` file to follow: the settings given as flags/env, its path, the text read.
+type FollowedFile = (SettingsArgs, PathBuf, String);
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -131,15 +141,15 @@ fn init_logging(format: LogFormat) {
 /// counted (a drain retries every 5 s, so a dropped signal is seen again).
 const SIGNAL_QUEUE_CAPACITY: usize = 4096;
 
-fn run(config: Config) -> anyhow::Result<()> {
+fn run(config: Config, follow: Option<FollowedFile>) -> anyhow::Result<()> {
     init_logging(config.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(Arc::new(config)))
+    runtime.block_on(serve(Arc::new(config), follow))
 }
 
 /// Starts the webhook, the health port and (unless disabled) the controller; stops all of
 /// them on SIGTERM/SIGINT and returns the first error.
-async fn serve(config: Arc<Config>) -> anyhow::Result<()> {
+async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Result<()> {
     use eviction_autoscaler_shared::{admission::IgnoreAdmissions, health::Readiness, signal::signal_queue};
     use eviction_autoscaler_webhook as webhook;
 
@@ -176,6 +186,25 @@ async fn serve(config: Arc<Config>) -> anyhow::Result<()> {
         config.tls_key_file.clone(),
     );
     settings.reload_interval = config.tls_reload_interval;
+    // Self-managed mode: the certificate comes from the Secret (created if missing) before
+    // the webhook binds, so readiness reports it loaded only once a pair is installed.
+    let cert_manager = if config.cert_secret.is_empty() {
+        None
+    } else {
+        let client = kube_client().await?;
+        let namespace = config.namespace_or(client.default_namespace());
+        let cert_settings = webhook::self_managed::SelfManagedSettings::new(
+            namespace,
+            config.cert_secret.clone(),
+            config.webhook_service.clone(),
+            config.webhook_configuration.clone(),
+            config.cert_validity,
+        );
+        let (manager, pairs) =
+            webhook::self_managed::CertManager::start(client, cert_settings, webhook_metrics.clone()).await?;
+        settings = settings.with_memory_certs(pairs);
+        Some(manager)
+    };
     let server = webhook::WebhookServer::bind(settings, webhook_metrics.clone(), readiness.clone()).await?;
     tracing::info!(addr = %server.local_addr()?, "webhook listening (TLS)");
     let app = webhook::router(webhook::WebhookState::new(signal_tx, handler, webhook_metrics));
@@ -192,6 +221,16 @@ async fn serve(config: Arc<Config>) -> anyhow::Result<()> {
             .await
             .map_err(anyhow::Error::from)
     });
+    if let Some(manager) = cert_manager {
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            manager.run(stop.cancelled_owned()).await;
+            Ok(())
+        });
+    }
+    if let (Some(controller), Some((args, path, text))) = (&controller, follow) {
+        tokio::spawn(reload::follow(args, path, text, controller.reconfigure_handle()));
+    }
     if let Some(controller) = controller {
         let stop = shutdown.clone();
         tasks.spawn(async move {

@@ -27,6 +27,11 @@ const BAD: &[(&str, &str)] = &[
     ("tls-cert-file", "/etc/tls/"),
     ("tls-key-file", "/etc/tls/"),
     ("tls-reload-interval", "0s"),
+    ("cert-secret", "Bad_Secret"),
+    ("webhook-configuration", "Not A Name"),
+    ("webhook-service", "svc.with.dots"),
+    ("namespace", "Bad_NS"),
+    ("cert-validity", "9s"),
     ("leader-elect", "perhaps"),
     ("lease-namespace", "Bad_NS"),
     ("lease-name", "UPPER"),
@@ -136,11 +141,11 @@ fn good_config_file_is_honoured_and_flag_and_env_override_it() {
 fn crd_subcommand_matches_the_shipped_manifest() {
     let out = run(&["crd"], &[]);
     assert!(out.status.success());
-    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/crd.yaml"))
-        .expect("deploy/crd.yaml exists (make crd)");
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/base/crd.yaml"))
+        .expect("deploy/base/crd.yaml exists (make crd)");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         shipped,
-        "deploy/crd.yaml is out of date: run `make crd`"
+        "deploy/base/crd.yaml is out of date: run `make crd`"
     );
 }

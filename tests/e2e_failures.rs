@@ -12,6 +12,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use kube_sim::{AdmissionHook, AdmissionRequest, ApiError, Operation};
 use serde_json::{Value, json};
+use support::metrics::metric_sum;
 use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
@@ -64,6 +65,7 @@ async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded
     env.start_product(&FLAGS).await;
     let node = one_protected_replica(&env).await;
     let policy = Arc::new(ForbidScaling { refused: AtomicUsize::new(0) });
+    env.expect_forbidden();
     env.sim.cluster().set_admission_hook(Some(policy.clone()));
 
     // Three rounds of refused evictions (kubectl retries every 5 s): a signal each time.
@@ -85,6 +87,42 @@ async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded
     let signals = env.evictions().len();
     let eas_writes = env.product_writes_to("evictionautoscalers");
     assert!(eas_writes.len() <= 2 * signals + 4, "{signals} evictions, EAS writes: {eas_writes:?}");
+}
+
+/// A revert refused past max-hold is what the "surges held past their expected time" alert
+/// watches: `surges_overdue` goes to 1 (the Lease holder also reports `leader 1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&[
+        "--actioned-namespaces=demo",
+        "--cooldown=1s",
+        "--signal-window=10s",
+        "--max-hold=3s",
+    ])
+    .await;
+    let node = one_protected_replica(&env).await;
+    let history = env.record_deployment("demo", "web");
+    let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]);
+    wait_for("the surge to 2", Duration::from_secs(30), || {
+        let surged = history.states().iter().any(|s| s.replicas == 2);
+        async move { surged.then_some(()) }
+    })
+    .await;
+    // From now on every change of replicas is refused, the revert included.
+    env.expect_forbidden();
+    env.sim.cluster().set_admission_hook(Some(Arc::new(ForbidScaling { refused: AtomicUsize::new(0) })));
+    let (ok, output) = drain.finish().await;
+    assert!(ok, "the drain finishes on the surged replica: {output}");
+
+    let overdue = wait_for("surges_overdue 1", Duration::from_secs(30), || async {
+        let text = env.metrics().await;
+        (metric_sum(&text, "eviction_autoscaler_surges_overdue", &[]) == 1.0).then_some(text)
+    })
+    .await;
+    assert_eq!(metric_sum(&overdue, "eviction_autoscaler_leader", &[]), 1.0, "{overdue}");
+    let d = env.deployment_now("demo", "web").expect("deployment");
+    assert_eq!(d["spec"]["replicas"], 2, "the refused revert left the surge up");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

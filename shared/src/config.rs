@@ -66,6 +66,23 @@ pub struct SettingsArgs {
     /// How often the certificate files are checked for changes.
     #[arg(long, env = "EVICTION_AUTOSCALER_TLS_RELOAD_INTERVAL", value_name = "DURATION")]
     pub tls_reload_interval: Option<String>,
+    /// Self-managed webhook certificate: the Secret to keep the CA and serving pair in
+    /// (created when missing, renewed before expiry). Empty: read --tls-cert-file/--tls-key-file.
+    #[arg(long, env = "EVICTION_AUTOSCALER_CERT_SECRET", value_name = "NAME")]
+    pub cert_secret: Option<String>,
+    /// ValidatingWebhookConfiguration whose caBundle is kept equal to the Secret's ca.crt.
+    #[arg(long, env = "EVICTION_AUTOSCALER_WEBHOOK_CONFIGURATION", value_name = "NAME")]
+    pub webhook_configuration: Option<String>,
+    /// The webhook's Service; the self-managed certificate is issued for its DNS names.
+    #[arg(long, env = "EVICTION_AUTOSCALER_WEBHOOK_SERVICE", value_name = "NAME")]
+    pub webhook_service: Option<String>,
+    /// Namespace of the certificate Secret and the Service (default: POD_NAMESPACE, else the
+    /// client's namespace: the ServiceAccount's in a cluster, the kubeconfig context's locally).
+    #[arg(long, env = "EVICTION_AUTOSCALER_NAMESPACE", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Lifetime of a self-managed serving certificate (renewed with a third left).
+    #[arg(long, env = "EVICTION_AUTOSCALER_CERT_VALIDITY", value_name = "DURATION")]
+    pub cert_validity: Option<String>,
     /// Take a Lease before writing workloads (run more than one replica safely).
     #[arg(long, env = "EVICTION_AUTOSCALER_LEADER_ELECT", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub leader_elect: Option<String>,
@@ -147,6 +164,14 @@ pub struct Config {
     pub tls_key_file: PathBuf,
     #[serde(serialize_with = "ser_duration")]
     pub tls_reload_interval: Duration,
+    /// Self-managed certificate Secret; empty = certificate files.
+    pub cert_secret: String,
+    pub webhook_configuration: String,
+    pub webhook_service: String,
+    /// Empty = the Kubernetes client's default namespace (see [`Config::namespace_or`]).
+    pub namespace: String,
+    #[serde(serialize_with = "ser_duration")]
+    pub cert_validity: Duration,
     pub leader_elect: bool,
     pub lease_namespace: String,
     pub lease_name: String,
@@ -238,6 +263,11 @@ settings! {
     tls_cert_file: "tls-cert-file", "EVICTION_AUTOSCALER_TLS_CERT_FILE", "webhook.tlsCertFile", "/etc/eviction-autoscaler/tls/tls.crt";
     tls_key_file: "tls-key-file", "EVICTION_AUTOSCALER_TLS_KEY_FILE", "webhook.tlsKeyFile", "/etc/eviction-autoscaler/tls/tls.key";
     tls_reload_interval: "tls-reload-interval", "EVICTION_AUTOSCALER_TLS_RELOAD_INTERVAL", "webhook.tlsReloadInterval", "10s";
+    cert_secret: "cert-secret", "EVICTION_AUTOSCALER_CERT_SECRET", "webhook.certSecret", "";
+    webhook_configuration: "webhook-configuration", "EVICTION_AUTOSCALER_WEBHOOK_CONFIGURATION", "webhook.configurationName", "eviction-autoscaler";
+    webhook_service: "webhook-service", "EVICTION_AUTOSCALER_WEBHOOK_SERVICE", "webhook.serviceName", "eviction-autoscaler";
+    namespace: "namespace", "EVICTION_AUTOSCALER_NAMESPACE", "namespace", "";
+    cert_validity: "cert-validity", "EVICTION_AUTOSCALER_CERT_VALIDITY", "webhook.certValidity", "8760h";
     leader_elect: "leader-elect", "EVICTION_AUTOSCALER_LEADER_ELECT", "leaderElection.enabled", "true";
     lease_namespace: "lease-namespace", "EVICTION_AUTOSCALER_LEASE_NAMESPACE", "leaderElection.leaseNamespace", "";
     lease_name: "lease-name", "EVICTION_AUTOSCALER_LEASE_NAME", "leaderElection.leaseName", "eviction-autoscaler";
@@ -325,6 +355,30 @@ impl Config {
             tls_cert_file: r.parse("tls-cert-file", parse_path)?,
             tls_key_file: r.parse("tls-key-file", parse_path)?,
             tls_reload_interval: r.parse("tls-reload-interval", parse_positive_duration)?,
+            cert_secret: r.parse("cert-secret", |v| match v {
+                "" => Ok(String::new()),
+                v => check_dns_subdomain(v).map(|()| v.to_owned()),
+            })?,
+            webhook_configuration: r
+                .parse("webhook-configuration", |v| check_dns_subdomain(v).map(|()| v.to_owned()))?,
+            webhook_service: r.parse("webhook-service", |v| check_dns_label(v).map(|()| v.to_owned()))?,
+            namespace: r.parse("namespace", |v| {
+                let ns = match v {
+                    "" => args.pod_namespace.as_deref().unwrap_or_default(),
+                    v => v,
+                };
+                if ns.is_empty() { Ok(String::new()) } else { check_dns_label(ns).map(|()| ns.to_owned()) }
+            })?,
+            cert_validity: r.parse("cert-validity", |v| {
+                let d = parse_duration(v)?;
+                if d < Duration::from_secs(10) {
+                    return Err("must be at least 10s".into());
+                }
+                if d > MAX_CERT_VALIDITY {
+                    return Err("must not exceed 87600h, the lifetime of the CA that signs it".into());
+                }
+                Ok(d)
+            })?,
             leader_elect: r.parse("leader-elect", parse_bool)?,
             lease_namespace: r.parse("lease-namespace", |v| {
                 let ns = match v {
@@ -340,6 +394,23 @@ impl Config {
                 _ => Err("expected \"plain\" or \"json\"".into()),
             })?,
         };
+        if !config.cert_secret.is_empty() {
+            for file_setting in ["tls-cert-file", "tls-key-file"] {
+                if let (value, origin @ (Source::FlagOrEnv { .. } | Source::File { .. })) =
+                    r.get(file_setting)
+                {
+                    return Err(ConfigError::Invalid {
+                        setting: "cert-secret",
+                        value: config.cert_secret.clone(),
+                        origin: r.get("cert-secret").1,
+                        reason: format!(
+                            "conflicts with {file_setting} {value:?} (from {origin}): the certificate comes \
+                             either from the Secret or from files; give only one"
+                        ),
+                    });
+                }
+            }
+        }
         if config.webhook_addr == config.health_addr {
             return Err(ConfigError::Invalid {
                 setting: "health-addr",
@@ -349,6 +420,17 @@ impl Config {
             });
         }
         Ok(config)
+    }
+}
+
+/// Longest serving-certificate lifetime: the self-managed CA's (10 years).
+const MAX_CERT_VALIDITY: Duration = Duration::from_secs(87_600 * 3600);
+
+impl Config {
+    /// The namespace of the self-managed certificate Secret and the Service: the configured
+    /// one, else `client_default` (the Kubernetes client's default namespace).
+    pub fn namespace_or(&self, client_default: &str) -> String {
+        if self.namespace.is_empty() { client_default.to_owned() } else { self.namespace.clone() }
     }
 }
 
@@ -546,6 +628,30 @@ mod tests {
         assert!(err.contains("c.yaml") && err.contains("pdb.creat"), "{err}");
         let ok = Config::resolve(&SettingsArgs::default(), Some(("c.yaml", "metrics:\n  enabled: true\n")));
         assert!(ok.is_ok(), "Go chart keys are accepted");
+    }
+
+    #[test]
+    fn cert_settings_defaults_and_conflict() {
+        let c = Config::resolve(&SettingsArgs::default(), None).unwrap();
+        assert_eq!(c.cert_secret, "");
+        assert_eq!(c.webhook_configuration, "eviction-autoscaler");
+        assert_eq!(c.webhook_service, "eviction-autoscaler");
+        assert_eq!(c.namespace_or("from-client"), "from-client");
+        assert_eq!(c.cert_validity, Duration::from_secs(8760 * 3600));
+        let args = SettingsArgs { pod_namespace: Some("ops".into()), ..Default::default() };
+        assert_eq!(Config::resolve(&args, None).unwrap().namespace_or("from-client"), "ops");
+
+        let args = SettingsArgs { cert_secret: Some("eas-tls".into()), ..Default::default() };
+        assert!(Config::resolve(&args, None).is_ok(), "the default file paths do not conflict");
+        let args = SettingsArgs {
+            cert_secret: Some("eas-tls".into()),
+            tls_cert_file: Some("/tls/tls.crt".into()),
+            ..Default::default()
+        };
+        let err = Config::resolve(&args, None).unwrap_err().to_string();
+        assert!(err.contains("cert-secret") && err.contains("tls-cert-file"), "{err}");
+        let args = SettingsArgs { cert_validity: Some("9s".into()), ..Default::default() };
+        assert!(Config::resolve(&args, None).is_err());
     }
 
     #[test]

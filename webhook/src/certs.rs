@@ -71,6 +71,78 @@ pub fn generate_pem(dns_names: &[String], ip_addrs: &[IpAddr]) -> Result<Generat
     Ok(GeneratedCerts { ca_pem: ca_cert.pem(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
 }
 
+/// A certificate and its private key, PEM.
+#[derive(Clone)]
+pub(crate) struct IssuedPem {
+    pub(crate) cert_pem: String,
+    pub(crate) key_pem: String,
+}
+
+/// The common name of the CAs made here; a serving certificate names it as its issuer.
+pub(crate) const CA_COMMON_NAME: &str = "eviction-autoscaler CA";
+
+/// A self-signed CA valid from `not_before` to `not_after` (Unix seconds).
+pub(crate) fn new_ca(not_before: i64, not_after: i64) -> Result<IssuedPem, Error> {
+    let params = ca_params(CA_COMMON_NAME, not_before, not_after);
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok(IssuedPem { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+/// A serving certificate for `dns_names`, valid from `not_before` to `not_after` (Unix
+/// seconds), signed by the CA whose subject common name is `ca_common_name` and whose key is
+/// `ca_key_pem`. The caller checks the result against the CA certificate: a CA whose subject
+/// is more than a common name would not be named correctly as the issuer.
+pub(crate) fn issue_serving(
+    ca_common_name: &str,
+    ca_key_pem: &str,
+    dns_names: &[String],
+    not_before: i64,
+    not_after: i64,
+) -> Result<IssuedPem, Error> {
+    let ca_key = KeyPair::from_pem(ca_key_pem)?;
+    // The issuer only needs the CA's name and key; its validity here does not matter.
+    let issuer = Issuer::new(ca_params(ca_common_name, not_before, not_after), ca_key);
+    let mut params = CertificateParams::default();
+    params.subject_alt_names = dns_names
+        .iter()
+        .map(|dns| {
+            dns.as_str()
+                .try_into()
+                .map(SanType::DnsName)
+                .map_err(|e: rcgen::Error| Error::InvalidName { name: dns.clone(), reason: e.to_string() })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    params.distinguished_name = name(dns_names.first().map_or("eviction-autoscaler", String::as_str));
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    set_validity(&mut params, not_before, not_after);
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok(IssuedPem { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+fn ca_params(common_name: &str, not_before: i64, not_after: i64) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params.distinguished_name = name(common_name);
+    set_validity(&mut params, not_before, not_after);
+    params
+}
+
+/// Sets validity from Unix seconds, clamped to 1970..=9999 (rcgen's time type panics beyond;
+/// the settings keep real values far inside).
+fn set_validity(params: &mut CertificateParams, not_before: i64, not_after: i64) {
+    const LAST_SECOND_OF_9999: i64 = 253_402_300_799;
+    let at = |seconds: i64| {
+        let seconds = u64::try_from(seconds.clamp(0, LAST_SECOND_OF_9999)).unwrap_or(0);
+        rcgen::date_time_ymd(1970, 1, 1) + std::time::Duration::from_secs(seconds)
+    };
+    params.not_before = at(not_before);
+    params.not_after = at(not_after);
+}
+
 /// Writes `ca.crt`, `tls.crt` and `tls.key` (mode 0600) into `out_dir`, creating it.
 pub fn generate(out_dir: &Path, dns_names: &[String], ip_addrs: &[IpAddr]) -> Result<GeneratedCerts, Error> {
     let generated = generate_pem(dns_names, ip_addrs)?;

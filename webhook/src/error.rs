@@ -18,6 +18,12 @@ pub enum Error {
     /// The certificate/key pair is unusable (bad PEM, no certificate, no key, mismatch).
     #[error("unusable TLS certificate {cert} with key {key}: {reason}")]
     InvalidCertificate { cert: PathBuf, key: PathBuf, reason: String },
+    /// The in-memory (self-managed Secret) certificate/key pair is unusable.
+    #[error("unusable TLS certificate from the Secret: {reason}")]
+    InvalidInMemoryCertificate { reason: String },
+    /// The self-managed certificate Secret could not be set up.
+    #[error("self-managed certificate: {0}")]
+    SelfManaged(String),
     /// rustls refused the server configuration.
     #[error("cannot build the TLS configuration: {0}")]
     Tls(#[from] rustls::Error),

@@ -2,7 +2,9 @@
 //! eviction (a [`Signal`](eviction_autoscaler_shared::signal::Signal) into the shared queue),
 //! every new Deployment and every PDB write (handed to an
 //! [`AdmissionHandler`](eviction_autoscaler_shared::admission::AdmissionHandler)), and always
-//! allows. It also serves the plain-HTTP health port and generates development certificates.
+//! allows. It also serves the plain-HTTP health port, generates development certificates, and
+//! in self-managed mode ([`self_managed`]) keeps its certificate in a Secret, serves it from
+//! memory, publishes the CA as the webhooks' `caBundle` and renews it before it expires.
 //!
 //! Wiring, as `main` does it:
 //! ```ignore
@@ -22,6 +24,7 @@ mod legacy_hello;
 mod metrics;
 mod review;
 mod router;
+pub mod self_managed;
 mod server;
 mod tls;
 
@@ -30,3 +33,4 @@ pub use health::{health_router, serve_health, serve_health_on};
 pub use metrics::Metrics;
 pub use router::{MAX_BODY_BYTES, WebhookState, router};
 pub use server::{ServeSettings, WebhookServer, serve};
+pub use tls::PemPair;

@@ -121,6 +121,9 @@ pub struct Metrics {
     objects_undecodable: Counter,
     cert_reloads: Counter,
     cert_reload_failures: Counter,
+    cert_rotations: Counter,
+    cert_secret_replacements: Counter,
+    ca_bundle_repairs: Counter,
     hot: Arc<HotPath>,
 }
 
@@ -159,6 +162,9 @@ impl Metrics {
             objects_undecodable: Counter::default(),
             cert_reloads: Counter::default(),
             cert_reload_failures: Counter::default(),
+            cert_rotations: Counter::default(),
+            cert_secret_replacements: Counter::default(),
+            ca_bundle_repairs: Counter::default(),
             hot: Arc::new(hot),
         }
     }
@@ -201,6 +207,21 @@ impl Metrics {
             "webhook_cert_reload_failures",
             "Changed certificate files that could not be loaded (the previous certificate kept serving)",
             self.cert_reload_failures.clone(),
+        );
+        registry.register(
+            "webhook_cert_rotations",
+            "Certificates issued by this replica into the self-managed Secret to renew one (serving certificate or CA)",
+            self.cert_rotations.clone(),
+        );
+        registry.register(
+            "webhook_cert_secret_replacements",
+            "Self-managed Secrets created or replaced by this replica because they were missing or unusable",
+            self.cert_secret_replacements.clone(),
+        );
+        registry.register(
+            "webhook_ca_bundle_repairs",
+            "Webhook configurations whose caBundle this replica set to the Secret's ca.crt",
+            self.ca_bundle_repairs.clone(),
         );
     }
 
@@ -246,6 +267,28 @@ impl Metrics {
 
     pub(crate) fn cert_reload_failed(&self) {
         self.cert_reload_failures.inc();
+    }
+
+    pub(crate) fn cert_rotated(&self) {
+        self.cert_rotations.inc();
+    }
+
+    pub(crate) fn cert_secret_replaced(&self) {
+        self.cert_secret_replacements.inc();
+    }
+
+    pub(crate) fn ca_bundle_repaired(&self) {
+        self.ca_bundle_repairs.inc();
+    }
+
+    /// Certificates rotated into the self-managed Secret by this replica so far.
+    pub fn cert_rotations(&self) -> u64 {
+        self.cert_rotations.get()
+    }
+
+    /// caBundle repairs by this replica so far.
+    pub fn ca_bundle_repairs(&self) -> u64 {
+        self.ca_bundle_repairs.get()
     }
 
     /// Certificate reload failures so far (for tests and logs).

@@ -20,14 +20,14 @@ use tokio_rustls::TlsAcceptor;
 use crate::Error;
 use crate::legacy_hello::refuse_legacy_hello;
 use crate::metrics::Metrics;
-use crate::tls::{CertFiles, CertResolver, server_config};
+use crate::tls::{CertFiles, CertResolver, PemPair, follow_channel, load_from_channel, server_config};
 
 /// Where and how the webhook serves.
 #[derive(Clone, Debug)]
 pub struct ServeSettings {
     /// Listening address (port 0 picks a free port; see [`WebhookServer::local_addr`]).
     pub addr: SocketAddr,
-    /// PEM certificate chain, leaf first.
+    /// PEM certificate chain, leaf first (not read when `memory_certs` is set).
     pub cert_file: PathBuf,
     /// PEM private key (PKCS#8, PKCS#1 or SEC1).
     pub key_file: PathBuf,
@@ -39,6 +39,9 @@ pub struct ServeSettings {
     pub handshake_timeout: Duration,
     /// At shutdown, in-flight requests get this long to finish.
     pub shutdown_grace: Duration,
+    /// When set, the certificate comes from this channel (the self-managed Secret) instead of
+    /// the files; every new pair is installed at once.
+    pub memory_certs: Option<watch::Receiver<PemPair>>,
 }
 
 impl ServeSettings {
@@ -53,35 +56,55 @@ impl ServeSettings {
             header_read_timeout: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
+            memory_certs: None,
         }
     }
+
+    /// Serves the pairs sent on `pairs` instead of reading the files.
+    #[must_use]
+    pub fn with_memory_certs(mut self, pairs: watch::Receiver<PemPair>) -> Self {
+        self.memory_certs = Some(pairs);
+        self
+    }
+}
+
+/// Where the served certificate comes from after startup.
+enum CertSource {
+    Files(CertFiles),
+    Memory(watch::Receiver<PemPair>),
 }
 
 /// A bound webhook server with its certificate loaded, ready to [`run`](Self::run).
 pub struct WebhookServer {
     listener: TcpListener,
     settings: ServeSettings,
-    files: CertFiles,
+    source: CertSource,
     resolver: Arc<CertResolver>,
     metrics: Metrics,
     readiness: Readiness,
 }
 
 impl WebhookServer {
-    /// Loads the certificate (an unusable one is an error naming the files), marks it loaded
-    /// in `readiness`, and binds the address.
+    /// Loads the certificate (an unusable one is an error naming the files, or the Secret),
+    /// marks it loaded in `readiness`, and binds the address.
     pub async fn bind(
         settings: ServeSettings,
         metrics: Metrics,
         readiness: Readiness,
     ) -> Result<Self, Error> {
-        let (files, resolver) =
-            CertFiles::load(settings.cert_file.clone(), settings.key_file.clone()).await?;
+        let (source, resolver) = match &settings.memory_certs {
+            Some(pairs) => (CertSource::Memory(pairs.clone()), load_from_channel(pairs)?),
+            None => {
+                let (files, resolver) =
+                    CertFiles::load(settings.cert_file.clone(), settings.key_file.clone()).await?;
+                (CertSource::Files(files), resolver)
+            }
+        };
         let listener = TcpListener::bind(settings.addr)
             .await
             .map_err(|source| Error::Bind { addr: settings.addr, source })?;
         readiness.set_cert_loaded(true);
-        Ok(Self { listener, settings, files, resolver, metrics, readiness })
+        Ok(Self { listener, settings, source, resolver, metrics, readiness })
     }
 
     /// The address actually bound.
@@ -92,9 +115,14 @@ impl WebhookServer {
     /// Serves `app` until `shutdown` completes; then stops accepting, lets in-flight requests
     /// finish within the grace period and returns.
     pub async fn run(self, app: Router, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
-        let Self { listener, settings, files, resolver, metrics, readiness } = self;
+        let Self { listener, settings, source, resolver, metrics, readiness } = self;
         let acceptor = TlsAcceptor::from(Arc::new(server_config(Arc::clone(&resolver))?));
-        let reloader = tokio::spawn(files.watch(resolver, metrics, settings.reload_interval));
+        let reloader = match source {
+            CertSource::Files(files) => {
+                tokio::spawn(files.watch(resolver, metrics, settings.reload_interval))
+            }
+            CertSource::Memory(pairs) => tokio::spawn(follow_channel(pairs, resolver, metrics)),
+        };
 
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder.http1().timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout);

@@ -1,5 +1,6 @@
-//! Serving certificate: loaded from PEM files, served through a resolver that can be swapped
-//! while connections are open, and reloaded by polling the files' content.
+//! Serving certificate: loaded from PEM files (or received in memory from the self-managed
+//! Secret), served through a resolver that can be swapped while connections are open, and
+//! reloaded by polling the files' content (or on every new pair from the channel).
 //!
 //! Polling (rather than inotify) is deliberate: the kubelet updates a Secret volume by swapping
 //! the `..data` symlink to a new directory, so a watch on the old file sees only a delete and
@@ -14,6 +15,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::{ServerConfig, version};
+use tokio::sync::watch;
 
 use crate::Error;
 use crate::metrics::Metrics;
@@ -69,6 +71,53 @@ pub(crate) fn parse_pair(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey
         .map_err(|e| format!("key file is not valid PEM: {e}"))?
         .ok_or("key file holds no private key")?;
     CertifiedKey::from_der(chain, key, &provider()).map_err(|e| format!("certificate and key: {e}"))
+}
+
+/// A serving certificate chain and its private key as PEM, held in memory (the self-managed
+/// Secret's `tls.crt` and `tls.key`). `Debug` never shows the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PemPair {
+    /// PEM certificate chain, leaf first.
+    pub cert: Vec<u8>,
+    /// PEM private key.
+    pub key: Vec<u8>,
+}
+
+impl std::fmt::Debug for PemPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PemPair").field("cert_bytes", &self.cert.len()).finish_non_exhaustive()
+    }
+}
+
+/// Builds the resolver from the channel's current pair.
+pub(crate) fn load_from_channel(pairs: &watch::Receiver<PemPair>) -> Result<Arc<CertResolver>, Error> {
+    let pair = pairs.borrow().clone();
+    let key =
+        parse_pair(&pair.cert, &pair.key).map_err(|reason| Error::InvalidInMemoryCertificate { reason })?;
+    Ok(Arc::new(CertResolver::new(key)))
+}
+
+/// Installs every new pair from the channel until its sender is gone; a bad pair is reported
+/// and the previous certificate keeps serving.
+pub(crate) async fn follow_channel(
+    mut pairs: watch::Receiver<PemPair>,
+    resolver: Arc<CertResolver>,
+    metrics: Metrics,
+) {
+    while pairs.changed().await.is_ok() {
+        let pair = pairs.borrow_and_update().clone();
+        match parse_pair(&pair.cert, &pair.key) {
+            Ok(key) => {
+                resolver.replace(key);
+                metrics.cert_reloaded();
+                tracing::info!("serving certificate from the Secret installed");
+            }
+            Err(reason) => {
+                metrics.cert_reload_failed();
+                tracing::error!(%reason, "new certificate from the Secret is unusable; still serving the previous certificate");
+            }
+        }
+    }
 }
 
 /// The files a certificate comes from, and what was last seen in them.

@@ -1,9 +1,9 @@
-//! deploy/webhook.yaml registers what the router serves, the way the design requires.
+//! deploy/base/webhook.yaml registers what the router serves, the way the design requires.
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 
 fn configuration() -> ValidatingWebhookConfiguration {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/webhook.yaml");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/base/webhook.yaml");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

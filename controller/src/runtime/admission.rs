@@ -64,7 +64,7 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
         match admitted {
             Admitted::DeploymentCreated(d) => {
                 // Any replica: the PDB should exist before the Deployment's pods do.
-                if ctx.config.controller_enabled
+                if ctx.config().controller_enabled
                     && let Some(uid) = ctx.crd_uid.get()
                     && let Err(e) = pdbs::admitted_deployment(&ctx, &d, uid).await
                 {
@@ -75,7 +75,7 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
                 }
             }
             Admitted::PdbWritten(pdb) => {
-                if ctx.config.controller_enabled
+                if ctx.config().controller_enabled
                     && let Err(e) = pdbs::admitted_pdb(&ctx, &pdb).await
                 {
                     debug!(error = %e, "retiring a doubled default PDB failed; the reconciler will");

@@ -171,7 +171,7 @@ where
                     matches!(&e, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.is_not_found());
                 if not_served && kind == "EvictionAutoScaler" {
                     warn!(
-                        "the EvictionAutoScaler CRD is not installed (kubectl apply -f deploy/crd.yaml); not ready until it is"
+                        "the EvictionAutoScaler CRD is not installed (kubectl apply -f deploy/base/crd.yaml); not ready until it is"
                     );
                 } else {
                     warn!(%kind, error = %e, "watch failed; retrying with back-off")

@@ -49,6 +49,8 @@ pub struct Memory {
     pub failures: u32,
     /// Whether a surge was active after the last evaluation.
     pub surged: bool,
+    /// A surge is up although its last signal is older than max-hold + cooldown.
+    pub overdue: bool,
     /// When a surge last ended by `--max-hold`: pods left on a forgotten cordon no longer
     /// count as displaced (only new evictions do), or it would surge and expire forever.
     pub expired_at: Option<Timestamp>,
@@ -60,8 +62,8 @@ pub struct Memory {
 pub struct Context {
     /// API client.
     pub client: Client,
-    /// Validated configuration.
-    pub config: Arc<Config>,
+    /// The current configuration (replaced when the `--config` file changes).
+    config: watch::Receiver<Arc<Config>>,
     /// Event recorder (one per process, so repeats aggregate into series).
     pub recorder: Recorder,
     /// Metrics.
@@ -97,7 +99,7 @@ impl Context {
     /// Builds the context.
     pub fn new(
         client: Client,
-        config: Arc<Config>,
+        config: watch::Receiver<Arc<Config>>,
         recorder: Recorder,
         metrics: Metrics,
         caches: Caches,
@@ -121,10 +123,20 @@ impl Context {
         }
     }
 
+    /// The configuration now; hold the `Arc` for one decision so it sees one version.
+    pub fn config(&self) -> Arc<Config> {
+        self.config.borrow().clone()
+    }
+
+    /// Follows configuration changes.
+    pub fn config_changes(&self) -> watch::Receiver<Arc<Config>> {
+        self.config.clone()
+    }
+
     /// Whether this replica may write workloads now.
     pub fn may_write(&self) -> bool {
         // `--controller-enabled=false` is the global kill switch: caches only, no writes.
-        self.config.controller_enabled && *self.leader.borrow() && self.synced.load(Ordering::Acquire)
+        self.config().controller_enabled && *self.leader.borrow() && self.synced.load(Ordering::Acquire)
     }
 
     /// Runs `f` on the memory of `key`.
@@ -145,6 +157,11 @@ impl Context {
     /// Number of Deployments surged at their last evaluation.
     pub fn surged_count(&self) -> usize {
         lock(&self.memory).values().filter(|m| m.surged).count()
+    }
+
+    /// How many Deployments have an overdue surge.
+    pub fn overdue_count(&self) -> usize {
+        lock(&self.memory).values().filter(|m| m.overdue).count()
     }
 
     /// Records the drain state of `node`; returns the previous state.
@@ -193,13 +210,9 @@ impl Context {
     pub fn namespace_enabled(&self, namespace: &str) -> bool {
         let ns = self.caches.namespaces.get(&ObjectRef::<Namespace>::new(namespace));
         let annotations = ns.as_ref().and_then(|n| n.metadata.annotations.as_ref());
-        namespace_scope(
-            namespace,
-            annotations,
-            &self.config.actioned_namespaces,
-            self.config.enabled_by_default,
-        )
-        .enabled
+        let config = self.config();
+        namespace_scope(namespace, annotations, &config.actioned_namespaces, config.enabled_by_default)
+            .enabled
     }
 
     /// The cached Deployment `key`.

@@ -256,7 +256,7 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
         return; // our own record, or a status write echoing it
     }
     let window =
-        jiff::SignedDuration::try_from(ctx.config.signal_window).unwrap_or(jiff::SignedDuration::MAX);
+        jiff::SignedDuration::try_from(ctx.config().signal_window).unwrap_or(jiff::SignedDuration::MAX);
     if Timestamp::now().duration_since(at) > window || last.pod_name.is_empty() {
         return;
     }
@@ -274,7 +274,7 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
 pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
     let (name, draining) = match event {
         Event::Apply(n) | Event::InitApply(n) => {
-            (n.metadata.name.clone(), is_draining(n, &ctx.config.drain_taints))
+            (n.metadata.name.clone(), is_draining(n, &ctx.config().drain_taints))
         }
         Event::Delete(n) => (n.metadata.name.clone(), false),
         Event::Init | Event::InitDone => return,

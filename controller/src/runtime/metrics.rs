@@ -53,6 +53,11 @@ pub struct Metrics {
     pub scale_actions: Family<ActionLabel, Counter>,
     /// Deployments currently surged.
     pub active_surges: Gauge,
+    /// Surges still up although their last signal is older than max-hold + cooldown: the
+    /// revert keeps failing (alerted on).
+    pub surges_overdue: Gauge,
+    /// 1 while this replica holds the Lease (or leader election is off), else 0.
+    pub leader: Gauge,
     /// Deployments currently degraded, by reason.
     pub degraded: Family<ReasonLabel, Gauge>,
     /// First blocking signal → surge write acknowledged.
@@ -77,6 +82,8 @@ impl Metrics {
             blocked_evictions: Counter::default(),
             scale_actions: Family::default(),
             active_surges: Gauge::default(),
+            surges_overdue: Gauge::default(),
+            leader: Gauge::default(),
             degraded: Family::default(),
             // 50 ms … ~100 s.
             signal_to_scale_latency: Histogram::new(exponential_buckets(0.05, 2.0, 12)),
@@ -99,6 +106,12 @@ impl Metrics {
             self.scale_actions.clone(),
         );
         registry.register("active_surges", "Deployments currently surged", self.active_surges.clone());
+        registry.register(
+            "surges_overdue",
+            "Surges still up although their last signal is older than max-hold plus cooldown",
+            self.surges_overdue.clone(),
+        );
+        registry.register("leader", "1 while this replica holds the Lease, else 0", self.leader.clone());
         registry.register(
             "degraded",
             "Deployments whose surge is degraded, by reason",

@@ -58,7 +58,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// A controller ready to run: metrics registered, admission queue created.
 pub struct Controller {
-    config: Arc<Config>,
+    config: watch::Receiver<Arc<Config>>,
+    reconfigure: watch::Sender<Arc<Config>>,
     client: Client,
     readiness: Readiness,
     metrics: Metrics,
@@ -78,8 +79,10 @@ impl Controller {
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_else(|_| "eviction-autoscaler".into());
         let identity = format!("{pod}_{}", uuid::Uuid::new_v4());
+        let (reconfigure, config) = watch::channel(config);
         Self {
             config,
+            reconfigure,
             client,
             readiness,
             metrics,
@@ -93,6 +96,13 @@ impl Controller {
     /// The handler the webhook calls for admitted Deployments and PDBs.
     pub fn admission_handler(&self) -> admission::AdmissionQueue {
         self.admission_queue.clone()
+    }
+
+    /// Where a changed configuration goes (the `--config` file re-read): every Deployment
+    /// and PDB is then evaluated again under it. Settings read only at start (addresses,
+    /// leader election) keep their first value.
+    pub fn reconfigure_handle(&self) -> watch::Sender<Arc<Config>> {
+        self.reconfigure.clone()
     }
 
     /// The metrics (already registered).
@@ -121,6 +131,8 @@ impl Controller {
     ) -> Result<(), Error> {
         let Controller { config, client, readiness, metrics, admissions, identity, lease_timings, .. } = self;
         let (caches, writers) = caches::caches();
+        let config_changes = config.clone();
+        let config = config.borrow().clone();
         let (leader_tx, leader_rx) = watch::channel(!config.leader_elect);
         let recorder = Recorder::new(
             client.clone(),
@@ -128,7 +140,7 @@ impl Controller {
         );
         let ctx = Arc::new(Context::new(
             client.clone(),
-            config.clone(),
+            config_changes.clone(),
             recorder,
             metrics,
             caches.clone(),
@@ -239,12 +251,25 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     // again whenever we become the Lease holder.
     ctx.schedule_all();
     let mut leader = ctx.leader.clone();
+    ctx.metrics.leader.set(i64::from(*leader.borrow()));
     let c = ctx.clone();
     tokio::spawn(async move {
         while leader.changed().await.is_ok() {
             let leading = *leader.borrow();
+            c.metrics.leader.set(i64::from(leading));
             if leading {
                 info!("became the Lease holder: resuming every Deployment");
+                c.schedule_all();
+                pdbs::reconcile_all_pdbs(&c).await;
+            }
+        }
+    });
+    let mut config_changes = ctx.config_changes();
+    let c = ctx.clone();
+    tokio::spawn(async move {
+        while config_changes.changed().await.is_ok() {
+            info!("configuration changed: evaluating every Deployment and PDB again");
+            if c.may_write() {
                 c.schedule_all();
                 pdbs::reconcile_all_pdbs(&c).await;
             }
@@ -285,7 +310,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
 }
 
 /// The monotonic instant for wall-clock time `at` (now if in the past).
-fn instant_at(at: Timestamp) -> tokio::time::Instant {
+pub(super) fn instant_at(at: Timestamp) -> tokio::time::Instant {
     let ahead = at.duration_since(Timestamp::now());
     tokio::time::Instant::now() + Duration::try_from(ahead).unwrap_or(Duration::ZERO)
 }

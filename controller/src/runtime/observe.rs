@@ -83,12 +83,12 @@ pub async fn observe(
         }
     }
 
-    let window = ctx.config.signal_window;
+    let window = ctx.config().signal_window;
     let (signals, new_signal, memory_last, resumed_at, forbidden, expired_at) = ctx.with_memory(key, |m| {
         if draining.is_empty() {
             m.expired_at = None;
         }
-        let horizon = jiff::SignedDuration::try_from(window.max(ctx.config.max_hold))
+        let horizon = jiff::SignedDuration::try_from(window.max(ctx.config().max_hold))
             .unwrap_or(jiff::SignedDuration::MAX);
         m.signals.retain(|s| now.duration_since(s.at) <= horizon);
         if m.forbidden.as_ref().is_some_and(|(_, until)| *until <= now) {
@@ -105,10 +105,10 @@ pub async fn observe(
         )
     });
     let current = current_signals(ctx, namespace, &on_draining, &signals, now).await?;
-    let mut displacement = displacement(&on_draining, &current, ctx.config.surge_trigger, window, now);
+    let mut displacement = displacement(&on_draining, &current, ctx.config().surge_trigger, window, now);
     if let Some(expired_at) = expired_at.filter(|_| !surge_active) {
         let newer: Vec<_> = current.iter().filter(|s| s.at > expired_at).cloned().collect();
-        displacement = crate::displaced::displacement(&[], &newer, ctx.config.surge_trigger, window, now);
+        displacement = crate::displaced::displacement(&[], &newer, ctx.config().surge_trigger, window, now);
     }
     let first_eas =
         pdbs.first().and_then(|p| cached_eas(ctx, namespace, p.metadata.name.as_deref().unwrap_or_default()));
@@ -154,7 +154,7 @@ async fn current_signals(
     now: Timestamp,
 ) -> Result<Vec<SignaledPod>, kube::Error> {
     let window =
-        jiff::SignedDuration::try_from(ctx.config.signal_window).unwrap_or(jiff::SignedDuration::MAX);
+        jiff::SignedDuration::try_from(ctx.config().signal_window).unwrap_or(jiff::SignedDuration::MAX);
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let mut current: Vec<SignaledPod> = Vec::new();
     for signal in signals {
@@ -173,7 +173,7 @@ async fn current_signals(
             });
             continue;
         }
-        let counts_anywhere = ctx.config.surge_trigger == SurgeTrigger::Any;
+        let counts_anywhere = ctx.config().surge_trigger == SurgeTrigger::Any;
         if !counts_anywhere || !signal.displaceable {
             continue; // `drain` trigger: only pods still on a draining node (listed above) count
         }

@@ -76,7 +76,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
     let namespace_view =
         NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
     let mut plan =
-        pdb::plan_deployment(&deployment, autoscaler.as_ref(), &namespace_view, &ctx.config, crd_uid);
+        pdb::plan_deployment(&deployment, autoscaler.as_ref(), &namespace_view, &ctx.config(), crd_uid);
     if matches!(plan.action, Action::Create { .. }) {
         // Exactly once: a user PDB created a moment ago may not be in the cache yet, and a
         // second PDB on the same pods makes every eviction fail. Re-plan on the live list.
@@ -85,7 +85,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
             .await?
             .items;
         let fresh = NamespaceView { pdbs: &live, ..namespace_view };
-        plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &fresh, &ctx.config, crd_uid);
+        plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &fresh, &ctx.config(), crd_uid);
     }
     publish(ctx, &plan.events).await;
     let action_event = plan.action_event();
@@ -168,7 +168,7 @@ pub async fn admitted_deployment(
     let scaled_objects = ctx.caches.scaled_objects_in(&namespace);
     let autoscaler = autoscaler_of(deployment, &hpas, &scaled_objects);
     let plan =
-        pdb::plan_admission(deployment, false, autoscaler.as_ref(), &namespace_view, &ctx.config, crd_uid);
+        pdb::plan_admission(deployment, false, autoscaler.as_ref(), &namespace_view, &ctx.config(), crd_uid);
     if matches!(plan.action, Action::Create { .. }) && perform(ctx, &plan.action).await? == Performed::Done {
         count(ctx, &plan.action);
         if let Some(event) = plan.action_event() {

@@ -34,7 +34,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     };
     let now = Timestamp::now();
     let mut observed = observe(ctx, key, (*cached).clone(), now).await?;
-    let mut plan = surge::plan(&observed, &ctx.config, now);
+    let mut plan = surge::plan(&observed, &ctx.config(), now);
     if matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged) {
         // Surging rests on pods listed up to NODE_PODS_TTL ago; a PDB that just closed
         // because kubectl's eviction went through would otherwise count the evicted pod as
@@ -43,12 +43,13 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
         ctx.forget_node_pods();
         observed = observe(ctx, key, (*cached).clone(), now).await?;
         observed.new_signal |= new_signal;
-        plan = surge::plan(&observed, &ctx.config, now);
+        plan = surge::plan(&observed, &ctx.config(), now);
     }
+    record_overdue(ctx, key, &observed, &plan, now);
     if plan.write.is_some() {
         // Never write from a trimmed cache copy: re-read what the write touches, decide again.
         refresh(ctx, key, &mut observed).await?;
-        plan = surge::plan(&observed, &ctx.config, now);
+        plan = surge::plan(&observed, &ctx.config(), now);
     }
     if let Some(write) = &plan.write {
         match apply(ctx, key, write).await {
@@ -102,6 +103,27 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     })
 }
 
+/// A surge up (or being reverted) although its last signal is older than max-hold plus a
+/// cooldown means the revert keeps failing; the `surges_overdue` gauge lets an alert say so.
+/// A surge not yet overdue is looked at again when it would become so, even while writes are
+/// paused after a 403.
+fn record_overdue(ctx: &Context, key: &Key, observed: &Observed, plan: &Plan, now: Timestamp) {
+    let surge_up = plan.surge_value.is_some() || matches!(plan.outcome, Outcome::Reverted { .. });
+    let limit = SignedDuration::try_from(ctx.config().max_hold.saturating_add(ctx.config().cooldown))
+        .unwrap_or(SignedDuration::MAX);
+    let overdue_at =
+        observed.last_signal.filter(|_| surge_up).and_then(|signal| signal.checked_add(limit).ok());
+    let overdue = overdue_at.is_some_and(|at| now > at);
+    if let Some(at) = overdue_at.filter(|_| !overdue) {
+        ctx.queue.schedule(
+            key.clone(),
+            super::instant_at(at.checked_add(SignedDuration::from_secs(1)).unwrap_or(at)),
+        );
+    }
+    ctx.with_memory(key, |m| m.overdue = overdue);
+    ctx.metrics.surges_overdue.set(i64::try_from(ctx.overdue_count()).unwrap_or(i64::MAX));
+}
+
 /// The Deployment is gone but its HPA or ScaledObject still carries our raised minimum:
 /// restore it (the same revert the state machine plans for an out-of-scope Deployment).
 async fn release_orphaned_autoscaler(ctx: &Context, key: &Key) -> Result<(), kube::Error> {
@@ -122,10 +144,10 @@ async fn release_orphaned_autoscaler(ctx: &Context, key: &Key) -> Result<(), kub
     stub.metadata.name = Some(name.clone());
     stub.metadata.namespace = Some(namespace.clone());
     let mut observed = Observed { deployment: stub, hpas, scaled_objects, ..Default::default() };
-    let planned = surge::plan(&observed, &ctx.config, Timestamp::now());
+    let planned = surge::plan(&observed, &ctx.config(), Timestamp::now());
     let Some(write) = planned.write.filter(|w| w.kind != ScalerKind::Deployment) else { return Ok(()) };
     refresh_autoscalers(ctx, key, &mut observed).await?;
-    let planned = surge::plan(&observed, &ctx.config, Timestamp::now());
+    let planned = surge::plan(&observed, &ctx.config(), Timestamp::now());
     if planned.write.as_ref().is_some_and(|w| w.kind == write.kind) {
         let write = Write { deployment_replicas: None, ..planned.write.unwrap_or(write) };
         match apply(ctx, key, &write).await {
