@@ -31,9 +31,9 @@ lint: check-tools
 fmt: check-tools
 	$(CARGO) fmt --all
 
-# deploy/crd.yaml is generated from the Rust type; a test fails when it is out of date.
+# deploy/base/crd.yaml is generated from the Rust type; a test fails when it is out of date.
 crd: check-tools
-	$(CARGO) run -q -- crd > deploy/crd.yaml
+	$(CARGO) run -q -- crd > deploy/base/crd.yaml
 
 demo: check-tools check-kubectl
 	./scripts/demo.sh

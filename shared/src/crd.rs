@@ -85,7 +85,7 @@ pub struct EvictionAutoScalerStatus {
 }
 
 /// The CRD manifest as YAML, exactly what `eviction-autoscaler crd` prints and
-/// `deploy/crd.yaml` holds.
+/// `deploy/base/crd.yaml` holds.
 pub fn crd_yaml() -> String {
     use kube::CustomResourceExt;
     let crd = EvictionAutoScaler::crd();
