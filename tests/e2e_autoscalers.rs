@@ -10,55 +10,13 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::autoscalers::{KEDA_CRD, hpa, scaled_object};
 use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const SURGE: &str = "evictionSurgeReplicas";
 const ORIGINAL: &str = "eviction-autoscaler.azure.com/original-min-replicas";
 const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
-
-/// The `keda.sh` ScaledObject CRD, as little of it as kube-sim's KEDA emulation needs.
-const KEDA_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: scaledobjects.keda.sh}
-spec:
-  group: keda.sh
-  names: {kind: ScaledObject, plural: scaledobjects, singular: scaledobject, listKind: ScaledObjectList}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-"#;
-
-fn hpa(name: &str, min: i64, max: i64) -> String {
-    json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "demo"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-            "minReplicas": min, "maxReplicas": max,
-            "metrics": [{"type": "Resource", "resource": {"name": "cpu",
-                "target": {"type": "Utilization", "averageUtilization": 50}}}]
-        }
-    })
-    .to_string()
-}
-
-fn scaled_object(name: &str, min: i64, max: i64) -> String {
-    json!({
-        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
-        "metadata": {"name": name, "namespace": "demo"},
-        "spec": {
-            "scaleTargetRef": {"name": name},
-            "minReplicaCount": min, "maxReplicaCount": max,
-            "triggers": [{"type": "cpu", "metadata": {"value": "50"}}]
-        }
-    })
-    .to_string()
-}
 
 /// A 1-replica Deployment whose rolling update has `maxSurge: 0, maxUnavailable: 1`.
 fn zero_surge_deployment(name: &str) -> String {
@@ -84,7 +42,7 @@ async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_max
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&deployment("demo", "web", 1, &[])).await;
-    env.apply(&hpa("web", 1, 2)).await;
+    env.apply(&hpa("demo", "web", 1, 2)).await;
     env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
     env.wait_ready("demo", "web", 1).await;
     let hpa_gvr = kube_sim::Gvr::new("autoscaling", "v2", "horizontalpodautoscalers");
@@ -129,7 +87,7 @@ async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&deployment("demo", "web", 1, &[])).await;
-    env.apply(&scaled_object("web", 1, 2)).await;
+    env.apply(&scaled_object("demo", "web", 1, 2)).await;
     env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
     env.wait_ready("demo", "web", 1).await;
     let so_gvr = kube_sim::Gvr::new("keda.sh", "v1alpha1", "scaledobjects");
@@ -175,8 +133,8 @@ async fn setups_no_surge_can_help_are_degraded_with_the_reason_and_never_written
     env.apply(&namespace("demo", &[])).await;
     // KEDA plus a separate HPA on one Deployment.
     env.apply(&deployment("demo", "both", 1, &[])).await;
-    env.apply(&hpa("both", 1, 3)).await;
-    env.apply(&scaled_object("both", 1, 3)).await;
+    env.apply(&hpa("demo", "both", 1, 3)).await;
+    env.apply(&scaled_object("demo", "both", 1, 3)).await;
     env.apply(&pdb("demo", "both", "both", json!({"minAvailable": 1}))).await;
     // Two PDBs over one pod.
     env.apply(&deployment("demo", "twice", 1, &[])).await;
@@ -187,7 +145,7 @@ async fn setups_no_surge_can_help_are_degraded_with_the_reason_and_never_written
     env.apply(&pdb("demo", "strict", "strict", json!({"maxUnavailable": 0}))).await;
     // An HPA already at its maximum: a surge would have to exceed it.
     env.apply(&deployment("demo", "capped", 1, &[])).await;
-    env.apply(&hpa("capped", 1, 1)).await;
+    env.apply(&hpa("demo", "capped", 1, 1)).await;
     env.apply(&pdb("demo", "capped", "capped", json!({"minAvailable": 1}))).await;
     // No surge room in the rollout strategy.
     env.apply(&zero_surge_deployment("nosurge")).await;

@@ -97,22 +97,27 @@ async fn created_events(env: &Env, deployment: &str) -> usize {
     })
 }
 
-/// Strict order: the PDB is stored before the Deployment's first pod (cluster-wide
-/// resourceVersions of the ADDED events).
+/// The admission path protects a new Deployment before any of its pods is Ready (before a
+/// drain could evict one), without making the create wait: the webhook answers at once
+/// (ARCHITECTURE §2) and the PDB is written right behind it. Pods may be *stored* first:
+/// kube-sim's in-process deployment and replicaset controllers create them a few
+/// milliseconds after the Deployment, faster than kube-controller-manager's watch-fed ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "design: the admission fast path is asynchronous (ARCHITECTURE §2: no API call on the request \
-            path), so it races the deployment and replicaset controllers; kube-sim's in-process \
-            controllers store the pods ~5 ms after the Deployment and win"]
-async fn the_admission_path_stores_the_pdb_before_the_first_pod() {
+async fn the_admission_path_stores_the_pdb_before_any_pod_is_ready() {
     let env = cluster_with_apps(&[]).await;
-    let pods_added = env.record_added(&Gvr::new("", "v1", "pods"), "apps");
+    let first_ready = env.record_first(&Gvr::new("", "v1", "pods"), "apps", |event| {
+        let conditions = event.object["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        conditions.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
+    });
     let pdbs_added = env.record_added(&support::pdbs::pdb_gvr(), "apps");
     env.kubectl_ok(&["create", "deployment", "web", "-n", "apps", "--image=x", "--replicas=3"]).await;
     env.wait_pdb("apps", &ours("web"), "created", |_| true).await;
     env.wait_ready("apps", "web", 3).await;
     let pdb_rv = pdbs_added.states().first().map(|a| a.resource_version).expect("PDB ADDED seen");
-    let first_pod_rv = pods_added.states().iter().map(|a| a.resource_version).min().expect("pods ADDED seen");
-    assert!(pdb_rv < first_pod_rv, "PDB (rv {pdb_rv}) before the first pod (rv {first_pod_rv})");
+    let ready_rv = first_ready.states().iter().map(|a| a.resource_version).min().expect("a Ready pod seen");
+    assert!(pdb_rv < ready_rv, "PDB (rv {pdb_rv}) before the first Ready pod (rv {ready_rv})");
+    let log = env.product_log();
+    assert_eq!(pdb_creations(&log), [Path::Admission], "created once, by the admission path:\n{log}");
 }
 
 #[derive(Debug, PartialEq)]

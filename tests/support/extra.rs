@@ -22,6 +22,11 @@ impl ExtraProduct {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.product.log).unwrap_or_default()
     }
+
+    /// Its `/metrics` text (empty when unreachable).
+    pub async fn metrics(&self) -> String {
+        http_get(self.health_addr, "/metrics").await.map(|(_, body)| body).unwrap_or_default()
+    }
 }
 
 /// A `kubectl` started in the background; `finish` waits for it: (success, stdout + stderr).
@@ -51,23 +56,11 @@ impl Env {
     /// (the Lease holder identity starts with it), and waits for its `/readyz`. The cluster's
     /// webhook Service keeps pointing at `Env::product` until `route_webhook_to` moves it.
     pub async fn start_extra_product(&self, pod_name: &str, extra: &[&str]) -> ExtraProduct {
-        let certs = self.certs_dir();
         let webhook_addr = free_addr();
         let health_addr = free_addr();
         let log = self.dir.path().join(format!("product-{pod_name}.log"));
-        let mut cmd = std::process::Command::new(&self.bin);
-        cmd.arg("run")
-            .arg(format!("--webhook-addr={webhook_addr}"))
-            .arg(format!("--health-addr={health_addr}"))
-            .arg(format!("--tls-cert-file={}", certs.join("tls.crt").display()))
-            .arg(format!("--tls-key-file={}", certs.join("tls.key").display()))
-            .arg("--lease-namespace=default")
-            .args(extra)
-            .env("KUBECONFIG", self.sim.kubeconfig_path())
-            .env("POD_NAME", pod_name)
-            .env("RUST_LOG", "info,eviction_autoscaler=debug,eviction_autoscaler_controller=debug")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"));
+        let mut cmd = self.product_command(webhook_addr, health_addr, &log);
+        cmd.args(extra).env("POD_NAME", pod_name);
         let child = cmd.spawn().expect("spawn eviction-autoscaler");
         let product = Product { child, log };
         wait_for("the extra product's /readyz to answer 200", Duration::from_secs(60), || async move {
@@ -77,7 +70,7 @@ impl Env {
         ExtraProduct { product, webhook_addr, health_addr }
     }
 
-    /// Points the webhook Service (deploy/webhook.yaml) at `addr`.
+    /// Points the webhook Service (deploy/base/webhook.yaml) at `addr`.
     pub fn route_webhook_to(&self, addr: SocketAddr) {
         let behaviour = self.sim.behaviour().expect("kube-sim runs its controllers");
         behaviour.set_service_endpoint(super::SERVICE.0, super::SERVICE.1, addr);
@@ -173,7 +166,13 @@ impl Env {
 
     /// The holder of the product's Lease (`default/eviction-autoscaler`), if any.
     pub fn lease_holder(&self) -> Option<String> {
-        let lease = self.object("coordination.k8s.io", "v1", "leases", "default", "eviction-autoscaler")?;
+        let lease = self.object(
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            super::PRODUCT_ACCOUNT.0,
+            "eviction-autoscaler",
+        )?;
         lease["spec"]["holderIdentity"].as_str().filter(|h| !h.is_empty()).map(str::to_owned)
     }
 

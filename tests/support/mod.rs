@@ -6,7 +6,7 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use kube_sim::controllers::ClusterBehaviour;
@@ -14,8 +14,11 @@ use kube_sim::{RequestRecord, Server, ServerOptions};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-/// Namespace and name of the webhook Service in `deploy/webhook.yaml`.
+/// Namespace and name of the webhook Service in `deploy/base/webhook.yaml`.
 pub const SERVICE: (&str, &str) = ("eviction-autoscaler", "eviction-autoscaler");
+/// The namespace and ServiceAccount the product runs as (deploy/base): under kube-sim's RBAC,
+/// with the shipped ClusterRole and Role.
+pub const PRODUCT_ACCOUNT: (&str, &str) = ("eviction-autoscaler", "eviction-autoscaler");
 /// The product's User-Agent prefix: how the request log tells its requests apart.
 pub const PRODUCT_AGENT: &str = "eviction-autoscaler/";
 
@@ -28,6 +31,9 @@ pub struct Env {
     pub health_addr: SocketAddr,
     pub product: Option<Product>,
     products_started: usize,
+    /// Whether this test provokes 403s (an admission policy); otherwise any 403 answered to
+    /// the product fails the test when the Env is dropped: the shipped RBAC must be enough.
+    forbidden_expected: std::sync::atomic::AtomicBool,
 }
 
 /// How the simulated cluster is shaped.
@@ -67,12 +73,55 @@ impl Env {
         .with_service_endpoint(SERVICE.0, SERVICE.1, webhook_addr);
         let options = ServerOptions::new(dir.path().join("kubeconfig")).with_behaviour(behaviour);
         let sim = Server::start(options).await.expect("kube-sim starts");
-        let env =
-            Env { dir, sim, bin: bin.into(), webhook_addr, health_addr, product: None, products_started: 0 };
+        let env = Env {
+            dir,
+            sim,
+            bin: bin.into(),
+            webhook_addr,
+            health_addr,
+            product: None,
+            products_started: 0,
+            forbidden_expected: Default::default(),
+        };
         env.make_certs();
-        env.kubectl_ok(&["apply", "-f", &repo_path("deploy/crd.yaml")]).await;
+        for manifest in ["crd", "namespace", "serviceaccount", "rbac"] {
+            env.kubectl_ok(&["apply", "-f", &repo_path(&format!("deploy/base/{manifest}.yaml"))]).await;
+        }
+        let (namespace, account) = PRODUCT_ACCOUNT;
+        env.sim
+            .write_service_account_kubeconfig(namespace, account, env.product_kubeconfig())
+            .expect("the product's kubeconfig");
         env.register_webhook().await;
         env
+    }
+
+    /// This test makes the cluster refuse product writes with 403 on purpose.
+    pub fn expect_forbidden(&self) {
+        self.forbidden_expected.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The kubeconfig the product runs with: the shipped ServiceAccount's token.
+    pub fn product_kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("product-kubeconfig")
+    }
+
+    /// `eviction-autoscaler run` on the given ports with the test certificates, as the
+    /// shipped ServiceAccount, logging to `log`.
+    pub fn product_command(&self, webhook_addr: SocketAddr, health_addr: SocketAddr, log: &Path) -> Command {
+        let certs = self.certs_dir();
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("run")
+            .arg(format!("--webhook-addr={webhook_addr}"))
+            .arg(format!("--health-addr={health_addr}"))
+            .arg(format!("--tls-cert-file={}", certs.join("tls.crt").display()))
+            .arg(format!("--tls-key-file={}", certs.join("tls.key").display()))
+            .env("KUBECONFIG", self.product_kubeconfig())
+            // As the shipped Deployment sets it (downward API): the Lease goes there.
+            .env("POD_NAMESPACE", PRODUCT_ACCOUNT.0)
+            .env("RUST_LOG", "info,eviction_autoscaler=debug,eviction_autoscaler_controller=debug")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("log file"));
+        cmd
     }
 
     fn certs_dir(&self) -> PathBuf {
@@ -91,10 +140,11 @@ impl Env {
         assert!(status.success(), "eviction-autoscaler certs failed");
     }
 
-    /// Applies `deploy/webhook.yaml` with every `caBundle` set to our CA.
+    /// Applies `deploy/base/webhook.yaml` with every `caBundle` set to our CA.
     pub async fn register_webhook(&self) {
         use base64::Engine as _;
-        let text = std::fs::read_to_string(repo_path("deploy/webhook.yaml")).expect("deploy/webhook.yaml");
+        let text =
+            std::fs::read_to_string(repo_path("deploy/base/webhook.yaml")).expect("deploy/base/webhook.yaml");
         let mut config: Value = serde_saphyr::from_str(&text).expect("webhook.yaml is YAML");
         let ca = std::fs::read(self.certs_dir().join("ca.crt")).expect("ca.crt");
         let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
@@ -114,21 +164,10 @@ impl Env {
     pub async fn start_product(&mut self, extra: &[&str]) {
         // A previous process must be gone before the new one binds the same ports.
         self.product = None;
-        let certs = self.certs_dir();
         self.products_started += 1;
         let log = self.dir.path().join(format!("product-{}.log", self.products_started));
-        let mut cmd = std::process::Command::new(&self.bin);
-        cmd.arg("run")
-            .arg(format!("--webhook-addr={}", self.webhook_addr))
-            .arg(format!("--health-addr={}", self.health_addr))
-            .arg(format!("--tls-cert-file={}", certs.join("tls.crt").display()))
-            .arg(format!("--tls-key-file={}", certs.join("tls.key").display()))
-            .arg("--lease-namespace=default")
-            .args(extra)
-            .env("KUBECONFIG", self.sim.kubeconfig_path())
-            .env("RUST_LOG", "info,eviction_autoscaler=debug,eviction_autoscaler_controller=debug")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"));
+        let mut cmd = self.product_command(self.webhook_addr, self.health_addr, &log);
+        cmd.args(extra);
         let child = cmd.spawn().expect("spawn eviction-autoscaler");
         self.product = Some(Product { child, log });
         let health = self.health_addr;
@@ -302,6 +341,21 @@ impl Product {
     }
 }
 
+impl Drop for Env {
+    fn drop(&mut self) {
+        if std::thread::panicking() || self.forbidden_expected.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let forbidden: Vec<String> = self
+            .requests()
+            .into_iter()
+            .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT) && r.code == 403)
+            .map(|r| format!("{} {}?{}", r.method, r.path, r.query))
+            .collect();
+        assert!(forbidden.is_empty(), "the shipped RBAC refused product requests: {forbidden:#?}");
+    }
+}
+
 impl Drop for Product {
     fn drop(&mut self) {
         self.signal("CONT");
@@ -431,7 +485,10 @@ impl Env {
             .collect()
     }
 }
+pub mod autoscalers;
 pub mod extra;
+pub mod install;
 pub mod metrics;
 pub mod pdbs;
+pub mod rbac;
 pub mod scenario;

@@ -32,7 +32,8 @@ pub fn is_owned(pdb: &Value) -> bool {
     pdb["metadata"]["annotations"][OWNED_BY] == "EvictionAutoScaler"
 }
 
-/// The first time an object was stored: its name and the resourceVersion of its ADDED event.
+/// The first time an object was seen in some state (stored, Ready…): its name and the
+/// resourceVersion of that event.
 #[derive(Clone, Debug)]
 pub struct Added {
     pub name: String,
@@ -122,14 +123,25 @@ impl Env {
 
     /// Records the ADDED events of `gvr` objects in `namespace` from now on.
     pub fn record_added(&self, gvr: &Gvr, namespace: &str) -> Recorder<Added> {
+        self.record_first(gvr, namespace, |event| event.event_type == kube_sim::WatchEventType::Added)
+    }
+
+    /// Records, per object of `gvr` in `namespace`, the first event from now on for which
+    /// `matches` holds (e.g. the pod turned Ready).
+    pub fn record_first(
+        &self,
+        gvr: &Gvr,
+        namespace: &str,
+        matches: fn(&kube_sim::WatchEvent) -> bool,
+    ) -> Recorder<Added> {
         use futures::StreamExt as _;
-        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Added>::new()));
         let opts = kube_sim::WatchOptions { timeout: Some(Duration::from_secs(3600)), ..Default::default() };
         let mut stream = self.sim.cluster().watch(gvr, Some(namespace), &opts).expect("watch");
         let sink = states.clone();
         let task = tokio::spawn(async move {
             while let Some(event) = stream.next().await {
-                if event.event_type != kube_sim::WatchEventType::Added {
+                if !matches(&event) {
                     continue;
                 }
                 let o = &event.object;
@@ -140,7 +152,10 @@ impl Env {
                         .and_then(|v| v.parse().ok())
                         .unwrap_or(0),
                 };
-                sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(added);
+                let mut seen = sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if !seen.iter().any(|a| a.name == added.name) {
+                    seen.push(added);
+                }
             }
         });
         Recorder { states, task }

@@ -1,0 +1,325 @@
+//! The shipped install, end to end: `kubectl apply -k` of deploy/ onto kube-sim, the binary run
+//! locally the way the rendered Deployment's pod runs it (args, env, the ConfigMap as
+//! `--config`) as the shipped ServiceAccount under kube-sim's RBAC, the webhook Service routed
+//! to its local port. Self-managed certificates (one Secret for two replicas, `caBundle` kept
+//! filled, rotation without a failed webhook call), the seed's three install modes, a
+//! ConfigMap edit taking effect without a restart, and uninstall.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::install::{CONFIG_MAP, TLS_SECRET, WEBHOOK_CONFIGURATION};
+use support::metrics::metric_sum;
+use support::pdbs::is_owned;
+use support::rbac::{grants, unused};
+use support::{ClusterShape, Env, PRODUCT_ACCOUNT, PRODUCT_AGENT, deployment, namespace, pdb, wait_for};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+const NS: &str = PRODUCT_ACCOUNT.0;
+const REQUESTS: &str = "eviction_autoscaler_webhook_requests_total";
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// The Secret's `ca.crt` (base64, as stored).
+fn secret_ca(env: &Env) -> Option<String> {
+    let secret = env.object("", "v1", "secrets", NS, TLS_SECRET)?;
+    secret["data"]["ca.crt"].as_str().map(str::to_owned)
+}
+
+/// Every webhook's `caBundle` (base64; empty when blank).
+fn bundles(env: &Env) -> Vec<String> {
+    let Some(configuration) = env.object(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "",
+        WEBHOOK_CONFIGURATION,
+    ) else {
+        return Vec::new();
+    };
+    configuration["webhooks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| h["clientConfig"]["caBundle"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn wait_bundle_is_the_ca(env: &Env, what: &str) {
+    wait_for(what, MINUTE, || {
+        let (ca, bundles) = (secret_ca(env), bundles(env));
+        async move { ca.filter(|ca| !bundles.is_empty() && bundles.iter().all(|b| b == ca)).map(|_| ()) }
+    })
+    .await;
+}
+
+/// Successful creates of `resource` by the product.
+fn product_creates(env: &Env, resource: &str) -> usize {
+    env.requests()
+        .iter()
+        .filter(|r| {
+            r.user_agent.starts_with(PRODUCT_AGENT)
+                && r.verb == "create"
+                && r.resource == resource
+                && r.code < 300
+        })
+        .count()
+}
+
+fn webhook_failures(env: &Env) -> Vec<kube_sim::WebhookFailure> {
+    env.sim.cluster().request_log().webhook_failures()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_filled() {
+    let env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let objects = env.install(".").await;
+    env.project_config();
+    let template = env.pod_template(&objects);
+    let (a, b) = tokio::join!(
+        env.start_replica(&template, "eviction-autoscaler-a", &[]),
+        env.start_replica(&template, "eviction-autoscaler-b", &[])
+    );
+    assert_eq!(product_creates(&env, "secrets"), 1, "two replicas, one Secret created");
+    wait_bundle_is_the_ca(&env, "the caBundle filled with the Secret's CA").await;
+
+    // A re-apply, then a blanked bundle: both repaired.
+    env.install(".").await;
+    wait_bundle_is_the_ca(&env, "the caBundle after a re-apply").await;
+    env.kubectl_ok(&[
+        "patch",
+        "validatingwebhookconfiguration",
+        WEBHOOK_CONFIGURATION,
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":""}]"#,
+    ])
+    .await;
+    wait_bundle_is_the_ca(&env, "the blanked caBundle refilled").await;
+
+    // Evictions reach replica a over TLS verified against that bundle; the basic install
+    // surges a blocked kube-system Deployment. New Deployments reach replica b.
+    env.route_webhook_to(a.webhook_addr);
+    env.apply(&deployment("kube-system", "dns", 1, &[])).await;
+    env.apply(&pdb("kube-system", "dns", "dns", json!({"minAvailable": 1}))).await;
+    env.wait_ready("kube-system", "dns", 1).await;
+    let node = env.node_of("kube-system", "dns").await;
+    let (ok, output) = env
+        .kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=90s"])
+        .await;
+    assert!(
+        ok,
+        "the drain finishes: {output}\n--- replica a ---\n{}\n--- replica b ---\n{}",
+        a.log(),
+        b.log()
+    );
+    let evictions = metric_sum(&a.metrics().await, REQUESTS, &["path=\"/validate-eviction\""]);
+    assert!(evictions >= 1.0, "replica a reviewed the evictions");
+    env.route_webhook_to(b.webhook_addr);
+    env.apply(&deployment("default", "web", 1, &[])).await;
+    let reviews = metric_sum(&b.metrics().await, REQUESTS, &["path=\"/validate-deployment\""]);
+    assert!(reviews >= 1.0, "replica b reviewed the new Deployment");
+    assert_eq!(webhook_failures(&env), [], "every webhook call succeeded over verified TLS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
+    let env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let objects = env.install(".").await;
+    env.project_config();
+    let template = env.pod_template(&objects);
+    let replica = env.start_replica(&template, "eviction-autoscaler-a", &["--cert-validity=12s"]).await;
+    env.route_webhook_to(replica.webhook_addr);
+    wait_bundle_is_the_ca(&env, "the caBundle filled").await;
+    let first_cert =
+        env.object("", "v1", "secrets", NS, TLS_SECRET).expect("Secret")["data"]["tls.crt"].clone();
+
+    // A review every 6 s for 36 s: the webhook closes idle connections after 5 s, so each
+    // review opens a new TLS connection, across three rotations (every ~8 s).
+    let creates = 6;
+    for i in 0..creates {
+        env.apply(&deployment("default", &format!("web-{i}"), 1, &[])).await;
+        tokio::time::sleep(Duration::from_secs(6)).await;
+    }
+    let metrics = replica.metrics().await;
+    let rotations = metric_sum(&metrics, "eviction_autoscaler_webhook_cert_rotations_total", &[]);
+    assert!(rotations >= 2.0, "rotated at least twice in 36 s of a 12 s validity: {rotations}");
+    let now_cert =
+        env.object("", "v1", "secrets", NS, TLS_SECRET).expect("Secret")["data"]["tls.crt"].clone();
+    assert_ne!(first_cert, now_cert, "the Secret holds a new serving certificate");
+    let reviews = metric_sum(&metrics, REQUESTS, &["path=\"/validate-deployment\""]);
+    assert_eq!(reviews, f64::from(creates), "every Deployment create was reviewed");
+    assert_eq!(webhook_failures(&env), [], "no webhook call failed during rotations");
+    // The certificate permissions the component grants were all needed (rotation = update).
+    let grants = grants("deploy/components/self-managed-certs/rbac.yaml");
+    let unused: Vec<String> = unused(&grants, &env.requests()).iter().map(ToString::to_string).collect();
+    assert_eq!(unused, Vec::<String>::new(), "granted but never used");
+}
+
+/// Installs `overlay`, starts one replica, and creates namespaces `production`, `team` and
+/// `opted-out` (annotated off) with a Deployment `web` each, plus one in kube-system.
+async fn mode(overlay: &str) -> (Env, support::extra::ExtraProduct) {
+    let env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let objects = env.install(overlay).await;
+    env.project_config();
+    let template = env.pod_template(&objects);
+    let replica = env.start_replica(&template, "eviction-autoscaler-a", &[]).await;
+    env.route_webhook_to(replica.webhook_addr);
+    env.apply(&namespace("production", &[])).await;
+    env.apply(&namespace("team", &[])).await;
+    env.apply(&namespace("opted-out", &[("eviction-autoscaler.azure.com/enable", "false")])).await;
+    for ns in ["kube-system", "production", "team", "opted-out"] {
+        env.apply(&deployment(ns, "web", 2, &[])).await;
+    }
+    (env, replica)
+}
+
+/// Namespaces holding a PDB the product created, once the Deployment in `marker` has one (the
+/// same evaluation pass covers the others).
+async fn protected_namespaces(env: &Env, marker: Option<&str>) -> Vec<String> {
+    if let Some(marker) = marker {
+        wait_for("the marker namespace's default PDB", MINUTE, || {
+            let has = env.pdbs(marker).iter().any(is_owned);
+            async move { has.then_some(()) }
+        })
+        .await;
+    }
+    let mut namespaces: Vec<String> = env
+        .pdbs("")
+        .iter()
+        .filter(|p| is_owned(p))
+        .map(|p| p["metadata"]["namespace"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    namespaces
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_mode_surges_in_kube_system_and_creates_no_pdb() {
+    let (env, _replica) = mode("overlays/basic").await;
+    for ns in ["kube-system", "production"] {
+        env.apply(&pdb(ns, "guard", "web", json!({"minAvailable": 2}))).await;
+        env.wait_ready(ns, "web", 2).await;
+    }
+    let kube_system = env.record_deployment("kube-system", "web");
+    let production = env.record_deployment("production", "web");
+    // Cordoning the only node is a drain edge: blocked pods count as displaced at once.
+    env.kubectl_ok(&["cordon", "node-1"]).await;
+    wait_for("kube-system/web surged", MINUTE, || {
+        let surged = kube_system.states().iter().any(|s| s.replicas > 2);
+        async move { surged.then_some(()) }
+    })
+    .await;
+    assert!(production.states().iter().all(|s| s.replicas == 2), "production is not actioned in basic mode");
+    assert_eq!(protected_namespaces(&env, None).await, Vec::<String>::new(), "basic mode creates no PDB");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selected_namespaces_mode_protects_only_the_listed_namespaces() {
+    let (env, _replica) = mode("overlays/selected-namespaces").await;
+    assert_eq!(protected_namespaces(&env, Some("production")).await, ["kube-system", "production"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_wide_mode_protects_every_namespace_not_opted_out() {
+    let (env, _replica) = mode("overlays/cluster-wide").await;
+    let protected = protected_namespaces(&env, Some("team")).await;
+    for ns in ["kube-system", "production", "team"] {
+        assert!(protected.iter().any(|p| p == ns), "{ns} protected: {protected:?}");
+    }
+    assert!(
+        !protected.iter().any(|p| p == "opted-out"),
+        "the opted-out namespace is left alone: {protected:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editing_the_config_map_takes_effect_without_a_restart() {
+    let (env, replica) = mode("overlays/selected-namespaces").await;
+    assert_eq!(protected_namespaces(&env, Some("production")).await, ["kube-system", "production"]);
+    let pid = replica.product.child.id();
+
+    // A bad edit is reported and changes nothing.
+    let config = |namespaces: &str| {
+        let text = format!(
+            "controllerConfig:\n  pdb:\n    create: true\n  namespaces:\n    actionedNamespaces: [{namespaces}]\n"
+        );
+        json!({"data": {"config.yaml": text}}).to_string()
+    };
+    env.kubectl_ok(&["patch", "configmap", CONFIG_MAP, "-n", NS, "--type=merge", "-p", &config("Bad_Name")])
+        .await;
+    env.project_config();
+    wait_for("the bad edit reported", MINUTE, || {
+        let log = replica.log();
+        async move { log.contains("keeping the current configuration").then_some(()) }
+    })
+    .await;
+
+    env.kubectl_ok(&[
+        "patch",
+        "configmap",
+        CONFIG_MAP,
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        &config("kube-system, production, team"),
+    ])
+    .await;
+    env.project_config();
+    assert_eq!(protected_namespaces(&env, Some("team")).await, ["kube-system", "production", "team"]);
+    assert_eq!(replica.product.child.id(), pid, "the same process");
+    assert!(replica.log().contains("configuration changed"), "{}", replica.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uninstall_leaves_no_trace_and_every_user_pdb_as_it_was() {
+    let (env, replica) = mode("overlays/cluster-wide").await;
+    // A user PDB in team (ours there is retired), and a surge in production.
+    env.apply(&deployment("team", "api", 1, &[])).await;
+    env.apply(&pdb("team", "api-guard", "api", json!({"maxUnavailable": 0}))).await;
+    env.wait_ready("production", "web", 2).await;
+    protected_namespaces(&env, Some("production")).await;
+    let user_pdb = env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB");
+    let production = env.record_deployment("production", "web");
+    env.kubectl_ok(&["cordon", "node-1"]).await;
+    wait_for("production/web surged", MINUTE, || {
+        let surged = production.states().iter().any(|s| s.replicas > 2);
+        async move { surged.then_some(()) }
+    })
+    .await;
+
+    drop(replica); // stop the product first, as the README says
+    let out = std::process::Command::new(BIN)
+        .arg("cleanup")
+        .env("KUBECONFIG", env.sim.kubeconfig_path())
+        .output()
+        .expect("cleanup runs");
+    assert!(out.status.success(), "cleanup: {}", String::from_utf8_lossy(&out.stderr));
+    let left = env.kubectl_ok(&["get", "evictionautoscalers", "-A", "-o", "name"]).await;
+    assert_eq!(left.trim(), "", "no EvictionAutoScaler left");
+    env.kubectl_ok(&[
+        "delete",
+        "-k",
+        &support::repo_path("deploy/overlays/cluster-wide"),
+        "--ignore-not-found",
+    ])
+    .await;
+
+    assert_eq!(env.pdbs("").iter().filter(|p| is_owned(p)).count(), 0, "no owned PDB left");
+    let surged: Vec<Value> = ["kube-system", "production", "team", "opted-out"]
+        .iter()
+        .filter_map(|ns| env.deployment_now(ns, "web"))
+        .filter(|d| d["metadata"]["annotations"]["evictionSurgeReplicas"].is_string())
+        .collect();
+    assert_eq!(surged, Vec::<Value>::new(), "no surge annotation left");
+    assert_eq!(env.deployment_now("production", "web").expect("web")["spec"]["replicas"], 2, "reverted");
+    let after =
+        env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB kept");
+    assert_eq!(after["spec"], user_pdb["spec"], "the user PDB's spec is unchanged");
+    assert_eq!(after["metadata"]["annotations"], user_pdb["metadata"]["annotations"]);
+    assert_eq!(env.product_pdb_writes("team", "api-guard"), [], "the product never wrote to the user PDB");
+}

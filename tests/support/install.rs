@@ -1,0 +1,147 @@
+//! The shipped install (deploy/) on kube-sim: `kubectl apply -k` a kustomization, then run the
+//! binary the way the rendered Deployment's pod would (its args, its env, its ConfigMap as the
+//! `--config` file) as the shipped ServiceAccount, on local ports. The kubelet's projection of
+//! the ConfigMap into the pod is done by [`Env::project_config`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::extra::ExtraProduct;
+use super::{Env, PRODUCT_ACCOUNT, Product, free_addr, http_get, repo_path};
+
+/// The product's Deployment, ConfigMap and the webhook Service, as deploy/ names them.
+pub const DEPLOYMENT: &str = "eviction-autoscaler";
+pub const CONFIG_MAP: &str = "eviction-autoscaler-config";
+pub const TLS_SECRET: &str = "eviction-autoscaler-tls";
+pub const WEBHOOK_CONFIGURATION: &str = "eviction-autoscaler";
+
+/// The container of the installed Deployment, ready to be run locally.
+#[derive(Clone, Debug)]
+pub struct PodTemplate {
+    /// Arguments after `run`, with `--config` pointing at the projected file.
+    pub args: Vec<String>,
+    /// Environment, `valueFrom` resolved as the kubelet would for a pod named `POD`.
+    pub env: Vec<(String, String)>,
+}
+
+impl Env {
+    /// `kubectl apply -k deploy/<kustomization>`; returns what it rendered (`kubectl kustomize`).
+    pub async fn install(&self, kustomization: &str) -> Vec<Value> {
+        let dir = repo_path(&format!("deploy/{kustomization}"));
+        self.kubectl_ok(&["apply", "-k", &dir]).await;
+        let yaml = self.kubectl_ok(&["kustomize", &dir]).await;
+        let objects: Vec<Value> = serde_saphyr::from_multiple(&yaml).expect("kubectl kustomize prints YAML");
+        objects.into_iter().filter(|o| !o.is_null()).collect()
+    }
+
+    /// Where the ConfigMap is projected for locally run replicas.
+    pub fn projected_config(&self) -> PathBuf {
+        self.dir.path().join("projected").join("config.yaml")
+    }
+
+    /// Copies the ConfigMap's `config.yaml` from the cluster to [`Env::projected_config`], as
+    /// the kubelet updates a ConfigMap volume.
+    pub fn project_config(&self) {
+        let config_map = self
+            .object("", "v1", "configmaps", PRODUCT_ACCOUNT.0, CONFIG_MAP)
+            .expect("the installed ConfigMap");
+        let text = config_map["data"]["config.yaml"].as_str().expect("the ConfigMap holds config.yaml");
+        let path = self.projected_config();
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("projected dir");
+        // Write then rename: a reader never sees half a file (the kubelet swaps a symlink).
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, text).expect("write the projected config");
+        std::fs::rename(&tmp, &path).expect("swap the projected config");
+    }
+
+    /// The product container of the Deployment in `objects`.
+    pub fn pod_template(&self, objects: &[Value]) -> PodTemplate {
+        let deployment = objects
+            .iter()
+            .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == DEPLOYMENT)
+            .expect("the rendering holds the product's Deployment");
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let mut args: Vec<String> = container["args"]
+            .as_array()
+            .expect("the container has args")
+            .iter()
+            .map(|a| a.as_str().expect("string args").to_owned())
+            .collect();
+        assert_eq!(args.first().map(String::as_str), Some("run"), "the container runs `run`");
+        args.remove(0);
+        let projected = self.projected_config();
+        for arg in &mut args {
+            if arg.starts_with("--config=") {
+                *arg = format!("--config={}", projected.display());
+            }
+        }
+        let env = container["env"]
+            .as_array()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .map(|e| {
+                        let name = e["name"].as_str().expect("env name").to_owned();
+                        let value = match e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
+                            Some("metadata.namespace") => PRODUCT_ACCOUNT.0.to_owned(),
+                            Some("metadata.name") => "POD".to_owned(),
+                            Some(other) => panic!("env {name} from an unexpected field {other}"),
+                            None => e["value"].as_str().unwrap_or_default().to_owned(),
+                        };
+                        (name, value)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        PodTemplate { args, env }
+    }
+
+    /// Runs one replica as `template` says, named `pod_name`, on fresh local ports with the
+    /// shipped ServiceAccount's credentials plus `extra` flags; waits for its `/readyz`.
+    pub async fn start_replica(
+        &self,
+        template: &PodTemplate,
+        pod_name: &str,
+        extra: &[&str],
+    ) -> ExtraProduct {
+        let webhook_addr = free_addr();
+        let health_addr = free_addr();
+        let log = self.dir.path().join(format!("replica-{pod_name}.log"));
+        let child = std::process::Command::new(&self.bin)
+            .arg("run")
+            .args(&template.args)
+            .arg(format!("--webhook-addr={webhook_addr}"))
+            .arg(format!("--health-addr={health_addr}"))
+            .args(extra)
+            .envs(
+                template
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), if v == "POD" { pod_name } else { v.as_str() })),
+            )
+            .env("KUBECONFIG", self.product_kubeconfig())
+            .env("RUST_LOG", "info,eviction_autoscaler_controller=debug")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("spawn eviction-autoscaler");
+        let replica = ExtraProduct { product: Product { child, log }, webhook_addr, health_addr };
+        let ready = wait_ready_within(health_addr, Duration::from_secs(60)).await;
+        assert!(ready, "replica {pod_name} never became ready:\n{}", replica.log());
+        replica
+    }
+}
+
+async fn wait_ready_within(health: SocketAddr, timeout: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while tokio::time::Instant::now() < deadline {
+        if http_get(health, "/readyz").await.is_some_and(|(code, _)| code == 200) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
