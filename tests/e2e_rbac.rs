@@ -97,3 +97,43 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
     let unused: Vec<String> = unused(&grants, &requests).iter().map(ToString::to_string).collect();
     assert_eq!(unused, Vec::<String>::new(), "granted but never used (least privilege)");
 }
+
+/// A permission taken away (the ClusterRole edited): the product says so — `Degraded` with the
+/// apiserver's words, an Event, its log — keeps serving, and does not retry in a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_permission_is_reported_without_a_crash_or_a_retry_loop() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.expect_forbidden();
+    env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
+    env.apply(&namespace("demo", &[])).await;
+    env.apply(&deployment("demo", "web", 1, &[])).await;
+    env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
+    env.wait_ready("demo", "web", 1).await;
+    let role = env.get(&["clusterrole", "eviction-autoscaler"]).await.expect("the shipped ClusterRole");
+    assert_eq!(role["rules"][0]["resources"], json!(["deployments"]), "rule 0 is about Deployments");
+    env.kubectl_ok(&[
+        "patch",
+        "clusterrole",
+        "eviction-autoscaler",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/rules/0/verbs","value":["get","list","watch"]}]"#,
+    ])
+    .await;
+
+    let node = env.node_of("demo", "web").await;
+    let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=12s"]);
+    let message = env.wait_degraded("demo", "web", "SurgeForbidden").await;
+    assert!(message.contains(r#"cannot patch resource "deployments""#), "the apiserver's reason: {message}");
+    let event = env.wait_event("demo", "web", "SurgeForbidden", Duration::from_secs(30)).await;
+    assert!(event.contains("forbidden"), "{event}");
+    let (ok, _) = drain.finish().await;
+    assert!(!ok, "without the permission the drain stays blocked");
+
+    let health = env.health_addr;
+    let ready = support::http_get(health, "/readyz").await.map(|(code, _)| code);
+    assert_eq!(ready, Some(200), "still serving");
+    let attempts = env.product_writes_to("deployments");
+    assert!((1..=2).contains(&attempts.len()), "refused writes are not retried in a loop: {attempts:?}");
+    assert!(env.product_log().contains("forbidden"), "the log says why");
+}

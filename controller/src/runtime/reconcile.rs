@@ -19,7 +19,7 @@ use super::queue::Key;
 use crate::error::{self, Error};
 use crate::keda::ScaledObject;
 use crate::surge::scaler::hpa_targets_deployment;
-use crate::surge::{self, Observed, Outcome, Plan, ScalerKind, Write};
+use crate::surge::{self, Observed, Outcome, Plan, PlannedEvent, ScalerKind, Write};
 
 /// How long a 403 stops further writes for a Deployment (bounded writes, no hot loop).
 const FORBIDDEN_PAUSE_SECS: i64 = 300;
@@ -67,6 +67,13 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
                     error::message(&e)
                 );
                 warn!(%message, "surge write forbidden; pausing writes for this Deployment");
+                // One Warning per refused write (at most one per pause): who to ask and why.
+                let refused = PlannedEvent {
+                    warning: true,
+                    reason: surge::reasons::FORBIDDEN,
+                    note: format!("{message}; trying again in {} min", FORBIDDEN_PAUSE_SECS / 60),
+                };
+                publish(ctx, &observed.deployment, &refused).await;
                 let until = now
                     .checked_add(SignedDuration::from_secs(FORBIDDEN_PAUSE_SECS))
                     .unwrap_or(Timestamp::MAX);
@@ -270,18 +277,21 @@ fn record_action(ctx: &Context, key: &Key, plan: &Plan) {
 }
 
 async fn publish_events(ctx: &Context, deployment: &Deployment, plan: &Plan) {
-    let reference = deployment.object_ref(&());
     for planned in &plan.events {
-        let event = Event {
-            type_: if planned.warning { EventType::Warning } else { EventType::Normal },
-            reason: planned.reason.to_owned(),
-            note: Some(planned.note.chars().take(1000).collect()),
-            action: event_action(planned.reason, &planned.note),
-            secondary: None,
-        };
-        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
-            warn!(reason = planned.reason, error = %e, "could not publish Event");
-        }
+        publish(ctx, deployment, planned).await;
+    }
+}
+
+async fn publish(ctx: &Context, deployment: &Deployment, planned: &PlannedEvent) {
+    let event = Event {
+        type_: if planned.warning { EventType::Warning } else { EventType::Normal },
+        reason: planned.reason.to_owned(),
+        note: Some(planned.note.chars().take(1000).collect()),
+        action: event_action(planned.reason, &planned.note),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &deployment.object_ref(&())).await {
+        warn!(reason = planned.reason, error = %e, "could not publish Event");
     }
 }
 
