@@ -3,7 +3,9 @@
 # hand (`make bench`) on a quiet machine and record what you measured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== webhook: product vs constant-allow floor (wrk closed loop, hey at 1,000 req/s)"
+echo "== webhook: product vs constant-allow floor (wrk closed loop, open loop at 1,000 req/s)"
 webhook/bench/run.sh
 echo "== kube-sim: seeding and listing at scale"
 cargo nextest run --release -p kube-sim --test scale --no-capture
+echo "== memory of one replica at cluster scale (sizes deploy/base/deployment.yaml)"
+scripts/bench_memory.sh
