@@ -18,20 +18,11 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-const KEDA_CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: scaledobjects.keda.sh}
-spec:
-  group: keda.sh
-  names: {kind: ScaledObject, plural: scaledobjects, singular: scaledobject, listKind: ScaledObjectList}
-  scope: Namespaced
-  versions:
-  - name: v1alpha1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-"#;
+/// The same fixture the root end-to-end suites use.
+#[allow(dead_code)] // this suite uses only the CRD
+#[path = "../../tests/support/autoscalers.rs"]
+mod autoscalers;
+use autoscalers::KEDA_CRD;
 
 const SCALED_OBJECT: &str = r#"
 apiVersion: keda.sh/v1alpha1

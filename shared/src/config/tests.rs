@@ -1,0 +1,90 @@
+use super::*;
+
+#[test]
+fn defaults_follow_the_aks_basic_install() {
+    let c = Config::resolve(&SettingsArgs::default(), None).unwrap();
+    assert!(!c.pdb_create);
+    assert!(!c.enabled_by_default);
+    assert_eq!(c.actioned_namespaces, ["kube-system"]);
+    assert_eq!(c.cooldown, Duration::from_secs(60));
+    assert_eq!(c.signal_window, Duration::from_secs(90));
+    assert_eq!(c.max_hold, Duration::from_secs(3600));
+    assert_eq!(c.surge_trigger, SurgeTrigger::Drain);
+    assert_eq!(c.unhealthy_pod_eviction_policy, UnhealthyPodEvictionPolicy::AlwaysAllow);
+    assert_eq!(c.lease_namespace, "kube-system");
+    assert_eq!(c.zero_surge_override, None);
+    assert_eq!(c.drain_taints.len(), 3);
+}
+
+#[test]
+fn precedence_is_flag_over_file_over_default() {
+    let file = "controllerConfig:\n  pdb:\n    create: true\n  namespaces:\n    actionedNamespaces: [a, b]\n  surge:\n    cooldown: 5m\n";
+    let args = SettingsArgs { cooldown: Some("2s".into()), ..Default::default() };
+    let c = Config::resolve(&args, Some(("f.yaml", file))).unwrap();
+    assert!(c.pdb_create, "file beats default");
+    assert_eq!(c.actioned_namespaces, ["a", "b"]);
+    assert_eq!(c.cooldown, Duration::from_secs(2), "flag beats file");
+}
+
+#[test]
+fn pod_namespace_is_the_lease_namespace_default() {
+    let args = SettingsArgs { pod_namespace: Some("ops".into()), ..Default::default() };
+    assert_eq!(Config::resolve(&args, None).unwrap().lease_namespace, "ops");
+}
+
+#[test]
+fn zero_surge_override_forms() {
+    for (v, want) in [
+        ("", None),
+        ("0", None),
+        ("0%", None),
+        ("2", Some(IntOrString::Int(2))),
+        ("50%", Some(IntOrString::String("50%".into()))),
+    ] {
+        assert_eq!(parse_surge_override(v), Ok(want), "{v:?}");
+    }
+    for bad in ["-1", "x", "-5%", "1.5", "%"] {
+        assert!(parse_surge_override(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn file_errors_name_the_file_and_key() {
+    let err = Config::resolve(&SettingsArgs::default(), Some(("c.yaml", "pdb:\n  creat: true\n")))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("c.yaml") && err.contains("pdb.creat"), "{err}");
+    let ok = Config::resolve(&SettingsArgs::default(), Some(("c.yaml", "metrics:\n  enabled: true\n")));
+    assert!(ok.is_ok(), "Go chart keys are accepted");
+}
+
+#[test]
+fn cert_settings_defaults_and_conflict() {
+    let c = Config::resolve(&SettingsArgs::default(), None).unwrap();
+    assert_eq!(c.cert_secret, "");
+    assert_eq!(c.webhook_configuration, "eviction-autoscaler");
+    assert_eq!(c.webhook_service, "eviction-autoscaler");
+    assert_eq!(c.namespace_or("from-client"), "from-client");
+    assert_eq!(c.cert_validity, Duration::from_secs(8760 * 3600));
+    let args = SettingsArgs { pod_namespace: Some("ops".into()), ..Default::default() };
+    assert_eq!(Config::resolve(&args, None).unwrap().namespace_or("from-client"), "ops");
+
+    let args = SettingsArgs { cert_secret: Some("eas-tls".into()), ..Default::default() };
+    assert!(Config::resolve(&args, None).is_ok(), "the default file paths do not conflict");
+    let args = SettingsArgs {
+        cert_secret: Some("eas-tls".into()),
+        tls_cert_file: Some("/tls/tls.crt".into()),
+        ..Default::default()
+    };
+    let err = Config::resolve(&args, None).unwrap_err().to_string();
+    assert!(err.contains("cert-secret") && err.contains("tls-cert-file"), "{err}");
+    let args = SettingsArgs { cert_validity: Some("9s".into()), ..Default::default() };
+    assert!(Config::resolve(&args, None).is_err());
+}
+
+#[test]
+fn invalid_value_names_setting_value_and_source() {
+    let args = SettingsArgs { signal_window: Some("3s".into()), ..Default::default() };
+    let err = Config::resolve(&args, None).unwrap_err().to_string();
+    assert!(err.contains("signal-window") && err.contains("\"3s\"") && err.contains("5s"), "{err}");
+}
