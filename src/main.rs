@@ -161,23 +161,31 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
     webhook_metrics.register(&mut registry);
     let shutdown = tokio_util::sync::CancellationToken::new();
 
+    // One client (one connection pool) for the controller and the certificate manager.
+    let client = if config.controller_enabled || !config.cert_secret.is_empty() {
+        Some(kube_client().await?)
+    } else {
+        None
+    };
     let (controller, handler): (_, Arc<dyn eviction_autoscaler_shared::admission::AdmissionHandler>) =
-        if config.controller_enabled {
-            let client = kube_client().await?;
-            let controller = eviction_autoscaler_controller::Controller::new(
-                config.clone(),
-                client,
-                readiness.clone(),
-                &mut registry,
-            );
-            let handler = Arc::new(controller.admission_handler());
-            (Some(controller), handler)
-        } else {
-            tracing::warn!(
-                "controller disabled (--controller-enabled=false): webhook only, nothing is written"
-            );
-            readiness.set_caches_synced(true);
-            (None, Arc::new(IgnoreAdmissions))
+        match (config.controller_enabled, &client) {
+            (true, Some(client)) => {
+                let controller = eviction_autoscaler_controller::Controller::new(
+                    config.clone(),
+                    client.clone(),
+                    readiness.clone(),
+                    &mut registry,
+                );
+                let handler = Arc::new(controller.admission_handler());
+                (Some(controller), handler)
+            }
+            _ => {
+                tracing::warn!(
+                    "controller disabled (--controller-enabled=false): webhook only, nothing is written"
+                );
+                readiness.set_caches_synced(true);
+                (None, Arc::new(IgnoreAdmissions))
+            }
         };
 
     let mut settings = webhook::ServeSettings::new(
@@ -188,10 +196,7 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
     settings.reload_interval = config.tls_reload_interval;
     // Self-managed mode: the certificate comes from the Secret (created if missing) before
     // the webhook binds, so readiness reports it loaded only once a pair is installed.
-    let cert_manager = if config.cert_secret.is_empty() {
-        None
-    } else {
-        let client = kube_client().await?;
+    let cert_manager = if let Some(client) = client.filter(|_| !config.cert_secret.is_empty()) {
         let namespace = config.namespace_or(client.default_namespace());
         let cert_settings = webhook::self_managed::SelfManagedSettings::new(
             namespace,
@@ -204,6 +209,8 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
             webhook::self_managed::CertManager::start(client, cert_settings, webhook_metrics.clone()).await?;
         settings = settings.with_memory_certs(pairs);
         Some(manager)
+    } else {
+        None
     };
     let server = webhook::WebhookServer::bind(settings, webhook_metrics.clone(), readiness.clone()).await?;
     tracing::info!(addr = %server.local_addr()?, "webhook listening (TLS)");
