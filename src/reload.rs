@@ -107,6 +107,32 @@ mod tests {
         Config::resolve(&settings, Some(("config.yaml", file))).expect("valid")
     }
 
+    /// Settings the controller reads on every decision (`Context::config()`).
+    const LIVE: &[&str] = &[
+        "controllerEnabled",
+        "pdbCreate",
+        "actionedNamespaces",
+        "enabledByDefault",
+        "zeroSurgeOverride",
+        "surgeTrigger",
+        "cooldown",
+        "signalWindow",
+        "maxHold",
+        "drainTaints",
+        "unhealthyPodEvictionPolicy",
+    ];
+
+    #[test]
+    fn every_setting_is_either_live_or_start_only() {
+        let json = serde_json::to_value(config(&[], "")).expect("serializes");
+        let keys: Vec<&String> = json.as_object().expect("an object").keys().collect();
+        let unclassified: Vec<&&String> = keys
+            .iter()
+            .filter(|k| !LIVE.contains(&k.as_str()) && !RESTART_ONLY.contains(&k.as_str()))
+            .collect();
+        assert!(unclassified.is_empty(), "say whether these apply live or at start: {unclassified:?}");
+    }
+
     #[test]
     fn namespaces_apply_live_but_a_new_address_waits_for_a_restart() {
         let old = config(&[], "pdb:\n  create: false\n");

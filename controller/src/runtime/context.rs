@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use eviction_autoscaler_shared::config::Config;
+use eviction_autoscaler_shared::crd::EvictionAutoScalerStatus;
 use eviction_autoscaler_shared::scope::namespace_scope;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -58,6 +59,9 @@ pub struct Memory {
     pub pdb_skip: Option<&'static str>,
 }
 
+/// A status we wrote: the cached resourceVersion it was computed from, and the status.
+type WrittenStatus = (Option<String>, EvictionAutoScalerStatus);
+
 /// The runtime's shared state.
 pub struct Context {
     /// API client.
@@ -88,6 +92,8 @@ pub struct Context {
     skipped_owners: Mutex<BTreeSet<(String, String, String)>>,
     /// Last `spec.lastEviction` write per EAS (debounce).
     eas_writes: Mutex<HashMap<(String, String), Instant>>,
+    /// Last status written per EAS, and the cached resourceVersion it was computed from.
+    status_writes: Mutex<HashMap<(String, String), WrittenStatus>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -119,6 +125,7 @@ impl Context {
             draining: Mutex::default(),
             node_pods: Mutex::default(),
             eas_writes: Mutex::default(),
+            status_writes: Mutex::default(),
             skipped_owners: Mutex::default(),
         }
     }
@@ -260,6 +267,32 @@ impl Context {
                 true
             }
         }
+    }
+
+    /// Whether `status` was already written to EAS `namespace/name` while the cache still
+    /// shows the version it was computed from: two evaluations close together would
+    /// otherwise both write it before the watch delivers the first write.
+    pub fn status_already_written(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached_version: Option<&String>,
+        status: &EvictionAutoScalerStatus,
+    ) -> bool {
+        lock(&self.status_writes)
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .is_some_and(|(version, written)| version.as_ref() == cached_version && written == status)
+    }
+
+    /// Notes a status written to EAS `namespace/name` (see [`Context::status_already_written`]).
+    pub fn record_status_write(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached_version: Option<String>,
+        status: EvictionAutoScalerStatus,
+    ) {
+        lock(&self.status_writes).insert((namespace.to_owned(), name.to_owned()), (cached_version, status));
     }
 
     /// Schedules every cached Deployment now (start, new leadership, namespace changes).

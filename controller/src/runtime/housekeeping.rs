@@ -50,12 +50,15 @@ pub async fn eas_status(
             generation: existing.metadata.generation,
         };
         let status = render(existing.status.as_ref(), plan, &facts, now);
-        if existing.status.as_ref() == Some(&status) {
+        let version = existing.metadata.resource_version.as_ref();
+        if existing.status.as_ref() == Some(&status)
+            || ctx.status_already_written(namespace, pdb_name, version, &status)
+        {
             continue;
         }
         let patch = Patch::Merge(json!({ "status": status }));
         match api.patch_status(pdb_name, &PatchParams::default(), &patch).await {
-            Ok(_) => {}
+            Ok(_) => ctx.record_status_write(namespace, pdb_name, version.cloned(), status),
             Err(e) if error::is_not_found(&e) => {}
             Err(e) => return Err(e),
         }
