@@ -213,7 +213,10 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
         None
     };
     let server = webhook::WebhookServer::bind(settings, webhook_metrics.clone(), readiness.clone()).await?;
+    let health_listener = webhook::bind_health(config.health_addr).await?;
+    // The bound addresses, not the requested ones: with port 0 this is how a caller learns them.
     tracing::info!(addr = %server.local_addr()?, "webhook listening (TLS)");
+    tracing::info!(addr = %health_listener.local_addr()?, "health listening");
     let app = webhook::router(webhook::WebhookState::new(signal_tx, handler, webhook_metrics));
 
     let registry = Arc::new(registry);
@@ -221,10 +224,9 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
     let stop = shutdown.clone();
     tasks.spawn(async move { server.run(app, stop.cancelled_owned()).await.map_err(anyhow::Error::from) });
     let stop = shutdown.clone();
-    let health_addr = config.health_addr;
     let health_readiness = readiness.clone();
     tasks.spawn(async move {
-        webhook::serve_health(health_addr, registry, health_readiness, stop.cancelled_owned())
+        webhook::serve_health_on(health_listener, registry, health_readiness, stop.cancelled_owned())
             .await
             .map_err(anyhow::Error::from)
     });

@@ -160,7 +160,7 @@ async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
 
 /// Installs `overlay`, starts one replica, and creates namespaces `production`, `team` and
 /// `opted-out` (annotated off) with a Deployment `web` each, plus one in kube-system.
-async fn mode(overlay: &str) -> (Env, support::extra::ExtraProduct) {
+async fn mode(overlay: &str) -> (Env, support::Product) {
     let env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
     let objects = env.install(overlay).await;
     env.project_config();
@@ -240,7 +240,7 @@ async fn cluster_wide_mode_protects_every_namespace_not_opted_out() {
 async fn editing_the_config_map_takes_effect_without_a_restart() {
     let (env, replica) = mode("overlays/selected-namespaces").await;
     assert_eq!(protected_namespaces(&env, Some("production")).await, ["kube-system", "production"]);
-    let pid = replica.product.child.id();
+    let pid = replica.child.id();
 
     // A bad edit is reported and changes nothing.
     let config = |namespaces: &str| {
@@ -271,7 +271,7 @@ async fn editing_the_config_map_takes_effect_without_a_restart() {
     .await;
     env.project_config();
     assert_eq!(protected_namespaces(&env, Some("team")).await, ["kube-system", "production", "team"]);
-    assert_eq!(replica.product.child.id(), pid, "the same process");
+    assert_eq!(replica.child.id(), pid, "the same process");
     assert!(replica.log().contains("configuration changed"), "{}", replica.log());
 }
 

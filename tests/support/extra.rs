@@ -8,26 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Env, Product, free_addr, http_get, wait_for};
-
-/// A product process started next to `Env::product`, with its own webhook and health ports.
-pub struct ExtraProduct {
-    pub product: Product,
-    pub webhook_addr: SocketAddr,
-    pub health_addr: SocketAddr,
-}
-
-impl ExtraProduct {
-    /// Its log so far (for failure messages).
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(&self.product.log).unwrap_or_default()
-    }
-
-    /// Its `/metrics` text (empty when unreachable).
-    pub async fn metrics(&self) -> String {
-        http_get(self.health_addr, "/metrics").await.map(|(_, body)| body).unwrap_or_default()
-    }
-}
+use super::{Env, Product, wait_for};
 
 /// A `kubectl` started in the background; `finish` waits for it: (success, stdout + stderr).
 pub struct BackgroundKubectl {
@@ -55,19 +36,11 @@ impl Env {
     /// Starts another `eviction-autoscaler run` with its own ports and `POD_NAME=pod_name`
     /// (the Lease holder identity starts with it), and waits for its `/readyz`. The cluster's
     /// webhook Service keeps pointing at `Env::product` until `route_webhook_to` moves it.
-    pub async fn start_extra_product(&self, pod_name: &str, extra: &[&str]) -> ExtraProduct {
-        let webhook_addr = free_addr();
-        let health_addr = free_addr();
+    pub async fn start_extra_product(&self, pod_name: &str, extra: &[&str]) -> Product {
         let log = self.dir.path().join(format!("product-{pod_name}.log"));
-        let mut cmd = self.product_command(webhook_addr, health_addr, &log);
+        let mut cmd = self.product_command(&log);
         cmd.args(extra).env("POD_NAME", pod_name);
-        let child = cmd.spawn().expect("spawn eviction-autoscaler");
-        let product = Product { child, log };
-        wait_for("the extra product's /readyz to answer 200", Duration::from_secs(60), || async move {
-            http_get(health_addr, "/readyz").await.filter(|(code, _)| *code == 200).map(|_| ())
-        })
-        .await;
-        ExtraProduct { product, webhook_addr, health_addr }
+        Product::start(cmd, log).await
     }
 
     /// Points the webhook Service (deploy/base/webhook.yaml) at `addr`.

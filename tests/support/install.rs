@@ -3,14 +3,11 @@
 //! `--config` file) as the shipped ServiceAccount, on local ports. The kubelet's projection of
 //! the ConfigMap into the pod is done by [`Env::project_config`].
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde_json::Value;
 
-use super::extra::ExtraProduct;
-use super::{Env, PRODUCT_ACCOUNT, Product, free_addr, http_get, repo_path};
+use super::{Env, LOCAL_PORTS, PRODUCT_ACCOUNT, Product, repo_path};
 
 /// The product's Deployment, ConfigMap and the webhook Service, as deploy/ names them.
 pub const DEPLOYMENT: &str = "eviction-autoscaler";
@@ -99,22 +96,14 @@ impl Env {
         PodTemplate { args, env }
     }
 
-    /// Runs one replica as `template` says, named `pod_name`, on fresh local ports with the
-    /// shipped ServiceAccount's credentials plus `extra` flags; waits for its `/readyz`.
-    pub async fn start_replica(
-        &self,
-        template: &PodTemplate,
-        pod_name: &str,
-        extra: &[&str],
-    ) -> ExtraProduct {
-        let webhook_addr = free_addr();
-        let health_addr = free_addr();
+    /// Runs one replica as `template` says, named `pod_name`, on system-picked local ports
+    /// with the shipped ServiceAccount's credentials plus `extra` flags; waits for its `/readyz`.
+    pub async fn start_replica(&self, template: &PodTemplate, pod_name: &str, extra: &[&str]) -> Product {
         let log = self.dir.path().join(format!("replica-{pod_name}.log"));
-        let child = std::process::Command::new(&self.bin)
-            .arg("run")
+        let mut cmd = std::process::Command::new(&self.bin);
+        cmd.arg("run")
             .args(&template.args)
-            .arg(format!("--webhook-addr={webhook_addr}"))
-            .arg(format!("--health-addr={health_addr}"))
+            .args(LOCAL_PORTS)
             .args(extra)
             .envs(
                 template
@@ -125,23 +114,7 @@ impl Env {
             .env("KUBECONFIG", self.product_kubeconfig())
             .env("RUST_LOG", "info,eviction_autoscaler_controller=debug")
             .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("spawn eviction-autoscaler");
-        let replica = ExtraProduct { product: Product { child, log }, webhook_addr, health_addr };
-        let ready = wait_ready_within(health_addr, Duration::from_secs(60)).await;
-        assert!(ready, "replica {pod_name} never became ready:\n{}", replica.log());
-        replica
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        Product::start(cmd, log).await
     }
-}
-
-async fn wait_ready_within(health: SocketAddr, timeout: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + timeout;
-    while tokio::time::Instant::now() < deadline {
-        if http_get(health, "/readyz").await.is_some_and(|(code, _)| code == 200) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
 }

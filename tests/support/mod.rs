@@ -49,7 +49,9 @@ impl Default for ClusterShape {
     }
 }
 
-/// A free loopback port (bound then released; good enough for tests on one machine).
+/// A loopback address nothing listens on yet (bound then released): where the webhook Service
+/// points before a product starts. Products never use it: they bind port 0 and report theirs,
+/// since a released port can be taken by a parallel test's process.
 pub fn free_addr() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local addr")
@@ -105,14 +107,13 @@ impl Env {
         self.dir.path().join("product-kubeconfig")
     }
 
-    /// `eviction-autoscaler run` on the given ports with the test certificates, as the
-    /// shipped ServiceAccount, logging to `log`.
-    pub fn product_command(&self, webhook_addr: SocketAddr, health_addr: SocketAddr, log: &Path) -> Command {
+    /// `eviction-autoscaler run` on system-picked ports with the test certificates, as the
+    /// shipped ServiceAccount, logging to `log`; start it with [`Product::start`].
+    pub fn product_command(&self, log: &Path) -> Command {
         let certs = self.certs_dir();
         let mut cmd = Command::new(&self.bin);
         cmd.arg("run")
-            .arg(format!("--webhook-addr={webhook_addr}"))
-            .arg(format!("--health-addr={health_addr}"))
+            .args(LOCAL_PORTS)
             .arg(format!("--tls-cert-file={}", certs.join("tls.crt").display()))
             .arg(format!("--tls-key-file={}", certs.join("tls.key").display()))
             .env("KUBECONFIG", self.product_kubeconfig())
@@ -159,22 +160,19 @@ impl Env {
         self.kubectl_ok(&["delete", "validatingwebhookconfiguration", "eviction-autoscaler"]).await;
     }
 
-    /// Starts the product (`run`) with test-friendly defaults plus `extra` flags, and waits
-    /// until `/readyz` answers 200.
+    /// Starts the product (`run`) with test-friendly defaults plus `extra` flags, waits until
+    /// `/readyz` answers 200, and points the webhook Service at it.
     pub async fn start_product(&mut self, extra: &[&str]) {
-        // A previous process must be gone before the new one binds the same ports.
+        // A previous process stops first: one product at a time is `Env::product`.
         self.product = None;
         self.products_started += 1;
         let log = self.dir.path().join(format!("product-{}.log", self.products_started));
-        let mut cmd = self.product_command(self.webhook_addr, self.health_addr, &log);
+        let mut cmd = self.product_command(&log);
         cmd.args(extra);
-        let child = cmd.spawn().expect("spawn eviction-autoscaler");
-        self.product = Some(Product { child, log });
-        let health = self.health_addr;
-        wait_for("the product's /readyz to answer 200", Duration::from_secs(60), || async move {
-            http_get(health, "/readyz").await.filter(|(code, _)| *code == 200).map(|_| ())
-        })
-        .await;
+        let product = Product::start(cmd, log).await;
+        (self.webhook_addr, self.health_addr) = (product.webhook_addr, product.health_addr);
+        self.route_webhook_to(product.webhook_addr);
+        self.product = Some(product);
     }
 
     /// Runs kubectl against the cluster with a private HOME and discovery cache.
@@ -258,7 +256,7 @@ impl Env {
 
     /// The product's log so far (for failure messages).
     pub fn product_log(&self) -> String {
-        self.product.as_ref().map(|p| std::fs::read_to_string(&p.log).unwrap_or_default()).unwrap_or_default()
+        self.product.as_ref().map(Product::log).unwrap_or_default()
     }
 
     /// The product's `/metrics` text.
@@ -325,13 +323,56 @@ impl<T> Drop for Recorder<T> {
     }
 }
 
-/// The product as a child process; stopped with SIGTERM when dropped.
+/// Flags that let the system pick the product's ports (reported in its log).
+pub const LOCAL_PORTS: [&str; 2] = ["--webhook-addr=127.0.0.1:0", "--health-addr=127.0.0.1:0"];
+
+/// The product as a child process on the ports it reported; stopped with SIGTERM when dropped.
 pub struct Product {
     pub child: Child,
     pub log: PathBuf,
+    pub webhook_addr: SocketAddr,
+    pub health_addr: SocketAddr,
 }
 
 impl Product {
+    /// Spawns `cmd` (run with [`LOCAL_PORTS`], logging to `log`), reads the addresses it
+    /// listens on from its log, and waits for its `/readyz` to answer 200. Fails the test
+    /// with the log if the process exits or is not ready within a minute.
+    pub async fn start(mut cmd: Command, log: PathBuf) -> Product {
+        let mut child = cmd.spawn().expect("spawn eviction-autoscaler");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+        let (webhook_addr, health_addr) = loop {
+            let text = read_log();
+            if let (Some(webhook), Some(health)) =
+                (listening_addr(&text, "webhook listening"), listening_addr(&text, "health listening"))
+            {
+                break (webhook, health);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the product exited ({status}) before listening:\n{}", read_log());
+            }
+            assert!(Instant::now() < deadline, "the product never listened:\n{}", read_log());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let product = Product { child, log, webhook_addr, health_addr };
+        while http_get(health_addr, "/readyz").await.is_none_or(|(code, _)| code != 200) {
+            assert!(Instant::now() < deadline, "the product never became ready:\n{}", product.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        product
+    }
+
+    /// Its log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Its `/metrics` text (empty when unreachable).
+    pub async fn metrics(&self) -> String {
+        http_get(self.health_addr, "/metrics").await.map(|(_, body)| body).unwrap_or_default()
+    }
+
     /// Sends `signal` (e.g. "TERM", "KILL", "STOP", "CONT") to the process.
     pub fn signal(&self, signal: &str) {
         let _ = std::process::Command::new("kill")
@@ -370,6 +411,12 @@ impl Drop for Product {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The `addr=` of the first log line containing `what` (the product logs the bound address).
+fn listening_addr(log: &str, what: &str) -> Option<SocketAddr> {
+    let line = log.lines().find(|l| l.contains(what))?;
+    line.split_once("addr=")?.1.split_whitespace().next()?.parse().ok()
 }
 
 /// Polls `check` every 200 ms until it yields a value, or fails the test after `timeout`

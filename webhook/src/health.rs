@@ -53,6 +53,11 @@ async fn metrics(State(state): State<HealthState>) -> Response {
     }
 }
 
+/// Opens the health port (port 0: the system picks one; `local_addr` tells which).
+pub async fn bind_health(addr: SocketAddr) -> Result<TcpListener, Error> {
+    TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })
+}
+
 /// Serves the health routes on `addr` until `shutdown` completes.
 pub async fn serve_health(
     addr: SocketAddr,
@@ -60,8 +65,7 @@ pub async fn serve_health(
     readiness: Readiness,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
-    let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind { addr, source })?;
-    serve_health_on(listener, registry, readiness, shutdown).await
+    serve_health_on(bind_health(addr).await?, registry, readiness, shutdown).await
 }
 
 /// Serves the health routes on an already bound listener until `shutdown` completes.

@@ -29,7 +29,7 @@ mod server;
 mod tls;
 
 pub use error::Error;
-pub use health::{health_router, serve_health, serve_health_on};
+pub use health::{bind_health, health_router, serve_health, serve_health_on};
 pub use metrics::Metrics;
 pub use router::{MAX_BODY_BYTES, WebhookState, router};
 pub use server::{ServeSettings, WebhookServer, serve};

@@ -411,7 +411,8 @@ impl Config {
                 }
             }
         }
-        if config.webhook_addr == config.health_addr {
+        // Port 0 asks the system for a free port, separately for each listener.
+        if config.webhook_addr == config.health_addr && config.health_addr.port() != 0 {
             return Err(ConfigError::Invalid {
                 setting: "health-addr",
                 value: config.health_addr.to_string(),

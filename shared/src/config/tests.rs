@@ -88,3 +88,21 @@ fn invalid_value_names_setting_value_and_source() {
     let err = Config::resolve(&args, None).unwrap_err().to_string();
     assert!(err.contains("signal-window") && err.contains("\"3s\"") && err.contains("5s"), "{err}");
 }
+
+#[test]
+fn the_two_listening_addresses_must_differ_unless_the_system_picks_the_ports() {
+    let same = SettingsArgs {
+        webhook_addr: Some("127.0.0.1:9443".into()),
+        health_addr: Some("127.0.0.1:9443".into()),
+        ..Default::default()
+    };
+    let err = Config::resolve(&same, None).unwrap_err().to_string();
+    assert!(err.contains("health-addr") && err.contains("must differ"), "{err}");
+    // Port 0 on both: each listener gets its own free port (tests and local runs use this).
+    let any = SettingsArgs {
+        webhook_addr: Some("127.0.0.1:0".into()),
+        health_addr: Some("127.0.0.1:0".into()),
+        ..Default::default()
+    };
+    assert!(Config::resolve(&any, None).is_ok());
+}
