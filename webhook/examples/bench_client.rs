@@ -1,18 +1,24 @@
 //! Open-loop HTTPS load generator for webhook/bench/run.sh (not a product binary).
 //!
-//! `bench_client --url https://127.0.0.1:PORT/validate-eviction --ca CA.crt --body FILE
-//!  --rate 1000 --connections 10 --duration 10s [--warmup 1s] [--server-name localhost]`
+//! `bench_client --url https://127.0.0.1:PORT/validate-eviction [--url URL2 ...] --ca CA.crt
+//!  --body FILE --rate 1000 --connections 10 --duration 10s [--warmup 1s] [--server-name localhost]`
 //!
 //! Each connection (HTTP/1.1 keep-alive over TLS 1.3) sends POSTs at fixed intended times,
 //! rate/connections per second, the connections staggered evenly. A latency runs from the
 //! INTENDED send time to the end of the response body, so a stall that delays later requests
 //! shows up in the tail (coordinated-omission correction, as wrk2 does).
 //!
-//! Each connection has its own OS thread with a current-thread tokio runtime and waits with
+//! With several `--url`s every target gets the whole rate at once, interleaved: each thread
+//! holds one connection per target and visits them in turn, evenly spaced within its interval.
+//! Every target then meets the same machine noise at the same moments, which is what makes a
+//! side-by-side tail comparison meaningful on a small shared machine.
+//!
+//! Each connection thread has a current-thread tokio runtime and waits with
 //! `std::thread::sleep`: tokio's timer rounds deadlines up to whole milliseconds, which would
 //! add up to 1 ms of client-made delay to samples that are themselves ~1 ms.
 //!
-//! stdout: `requests=N errors=E p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=..`
+//! stdout, one line per target in `--url` order:
+//! `url=.. requests=N errors=E p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=..`
 //! (nearest-rank percentiles); details on stderr. Exits non-zero if any request failed.
 
 use std::net::SocketAddr;
@@ -30,10 +36,11 @@ use tokio_rustls::TlsConnector;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-const USAGE: &str = "usage: bench_client --url https://HOST:PORT/PATH --ca CA.crt --body FILE \
+const USAGE: &str = "usage: bench_client --url https://HOST:PORT/PATH [--url ...] --ca CA.crt --body FILE \
 --rate REQ_PER_S --connections N --duration 10s [--warmup 1s] [--server-name NAME]";
 
 struct Target {
+    url: String,
     addr: SocketAddr,
     host_header: String,
     path: String,
@@ -66,6 +73,7 @@ fn main() -> ExitCode {
 /// Ok(false) when the run completed but some requests failed.
 fn run() -> Result<bool, BoxError> {
     let mut flags = std::collections::HashMap::new();
+    let mut urls = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let known =
@@ -74,24 +82,17 @@ fn run() -> Result<bool, BoxError> {
             return Err(format!("unknown argument {flag:?}\n{USAGE}").into());
         }
         let value = args.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        flags.insert(flag, value);
+        if flag == "--url" {
+            urls.push(value);
+        } else {
+            flags.insert(flag, value);
+        }
     }
     let flag =
         |name: &str| flags.get(name).map(String::as_str).ok_or_else(|| format!("missing {name}\n{USAGE}"));
-    let url: http::Uri = flag("--url")?.parse().map_err(|e| format!("--url: {e}"))?;
-    if url.scheme_str() != Some("https") {
-        return Err("--url must start with https://".into());
+    if urls.is_empty() {
+        return Err(format!("missing --url\n{USAGE}").into());
     }
-    let host = url.host().ok_or("--url has no host")?.trim_matches(['[', ']']).to_owned();
-    let port = url.port_u16().unwrap_or(443);
-    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
-        .map_err(|e| format!("--url: cannot resolve {host}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("--url: {host} resolves to no address"))?;
-    let path = url.path_and_query().map_or("/", |p| p.as_str()).to_owned();
-    let name = flags.get("--server-name").cloned().unwrap_or_else(|| host.clone());
-    let server_name =
-        ServerName::try_from(name.clone()).map_err(|e| format!("--server-name {name:?}: {e}"))?;
     let rate: f64 = flag("--rate")?.parse().map_err(|e| format!("--rate: {e}"))?;
     let connections: u32 = flag("--connections")?.parse().map_err(|e| format!("--connections: {e}"))?;
     if !(rate.is_finite() && rate > 0.0) || connections == 0 {
@@ -101,15 +102,13 @@ fn run() -> Result<bool, BoxError> {
     let warmup = parse_duration(flags.get("--warmup").map_or("0s", String::as_str))
         .map_err(|e| format!("--warmup: {e}"))?;
     let body_path = flag("--body")?;
-    let body = std::fs::read(body_path).map_err(|e| format!("--body {body_path}: {e}"))?;
-    let target = Arc::new(Target {
-        addr,
-        host_header: url.authority().map_or(host.clone(), |a| a.to_string()),
-        path,
-        server_name,
-        tls: tls_connector(flag("--ca")?)?,
-        body: Bytes::from(body),
-    });
+    let body = Bytes::from(std::fs::read(body_path).map_err(|e| format!("--body {body_path}: {e}"))?);
+    let tls = tls_connector(flag("--ca")?)?;
+    let targets = urls
+        .iter()
+        .map(|url| target(url, flags.get("--server-name"), &tls, &body))
+        .collect::<Result<Vec<_>, _>>()?;
+    let targets = Arc::new(targets);
 
     let interval = Duration::try_from_secs_f64(f64::from(connections) / rate)
         .ok()
@@ -119,8 +118,14 @@ fn run() -> Result<bool, BoxError> {
     let mut prepared = Vec::new();
     for _ in 0..connections {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let sender = runtime.block_on(connect(&target)).map_err(|e| format!("connecting to {addr}: {e}"))?;
-        prepared.push((runtime, sender));
+        let mut senders = Vec::new();
+        for target in targets.iter() {
+            let sender = runtime
+                .block_on(connect(target))
+                .map_err(|e| format!("connecting to {}: {e}", target.addr))?;
+            senders.push(sender);
+        }
+        prepared.push((runtime, senders));
     }
     let start = Instant::now() + Duration::from_millis(20);
     let measure_from = start.checked_add(warmup).ok_or("--warmup is too long")?;
@@ -128,26 +133,66 @@ fn run() -> Result<bool, BoxError> {
     let threads: Vec<_> = prepared
         .into_iter()
         .enumerate()
-        .map(|(index, (runtime, sender))| {
-            let target = target.clone();
+        .map(|(index, (runtime, senders))| {
+            let targets = targets.clone();
             let first = start + Duration::from_secs_f64(index as f64 / rate);
-            std::thread::spawn(move || drive(&runtime, sender, &target, first, interval, measure_from, end))
+            let schedule = Schedule { first, interval, measure_from, end };
+            std::thread::spawn(move || drive(&runtime, senders, &targets, schedule))
         })
         .collect();
-    let mut total = ConnectionResult::default();
+    let mut totals: Vec<ConnectionResult> = targets.iter().map(|_| ConnectionResult::default()).collect();
     for thread in threads {
-        let part = thread.join().map_err(|_| "a connection thread panicked")?;
-        total.latencies_us.extend(part.latencies_us);
-        total.send_lags_us.extend(part.send_lags_us);
-        total.non_200 += part.non_200;
-        total.last_bad_status = total.last_bad_status.or(part.last_bad_status);
-        total.transport_errors += part.transport_errors;
-        total.first_transport_error = total.first_transport_error.or(part.first_transport_error);
+        let parts = thread.join().map_err(|_| "a connection thread panicked")?;
+        for (total, part) in totals.iter_mut().zip(parts) {
+            total.latencies_us.extend(part.latencies_us);
+            total.send_lags_us.extend(part.send_lags_us);
+            total.non_200 += part.non_200;
+            total.last_bad_status = total.last_bad_status.or(part.last_bad_status);
+            total.transport_errors += part.transport_errors;
+            if total.first_transport_error.is_none() {
+                total.first_transport_error = part.first_transport_error;
+            }
+        }
     }
-    report(total, duration, rate, connections)
+    let mut all_ok = true;
+    for (total, target) in totals.into_iter().zip(targets.iter()) {
+        all_ok &= report(&target.url, total, duration, rate, connections)?;
+    }
+    Ok(all_ok)
+}
+
+/// Where and what to send for one `--url`.
+fn target(
+    url_text: &str,
+    server_name: Option<&String>,
+    tls: &TlsConnector,
+    body: &Bytes,
+) -> Result<Target, BoxError> {
+    let url: http::Uri = url_text.parse().map_err(|e| format!("--url {url_text}: {e}"))?;
+    if url.scheme_str() != Some("https") {
+        return Err(format!("--url {url_text} must start with https://").into());
+    }
+    let host = url.host().ok_or("--url has no host")?.trim_matches(['[', ']']).to_owned();
+    let port = url.port_u16().unwrap_or(443);
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+        .map_err(|e| format!("--url: cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("--url: {host} resolves to no address"))?;
+    let name = server_name.cloned().unwrap_or_else(|| host.clone());
+    Ok(Target {
+        url: url_text.to_owned(),
+        addr,
+        host_header: url.authority().map_or(host.clone(), |a| a.to_string()),
+        path: url.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+        server_name: ServerName::try_from(name.clone())
+            .map_err(|e| format!("--server-name {name:?}: {e}"))?,
+        tls: tls.clone(),
+        body: body.clone(),
+    })
 }
 
 fn report(
+    url: &str,
     mut total: ConnectionResult,
     duration: Duration,
     rate: f64,
@@ -170,15 +215,15 @@ fn report(
     let requests = latencies.len() as u64 + errors;
     let seconds = duration.as_secs_f64();
     eprintln!(
-        "bench_client: {requests} requests in {seconds:.1}s ({rate:.0} req/s asked, {:.0} done) over \
-         {connections} connections; send lag behind schedule p99 {} us, max {} us",
+        "bench_client: {url}: {requests} requests in {seconds:.1}s ({rate:.0} req/s asked, {:.0} done) \
+         over {connections} connections; send lag behind schedule p99 {} us, max {} us",
         requests as f64 / seconds,
         nearest_rank(lags, 990),
         nearest_rank(lags, 1000),
     );
     // Percentiles are over the successful requests; errors make the exit status non-zero.
     println!(
-        "requests={requests} errors={errors} p50_us={} p90_us={} p99_us={} p999_us={} max_us={}",
+        "url={url} requests={requests} errors={errors} p50_us={} p90_us={} p99_us={} p999_us={} max_us={}",
         nearest_rank(latencies, 500),
         nearest_rank(latencies, 900),
         nearest_rank(latencies, 990),
@@ -239,49 +284,61 @@ async fn connect(target: &Target) -> Result<SendRequest<Full<Bytes>>, BoxError> 
     Ok(sender)
 }
 
-/// Sends at `first`, `first + interval`, ... until `end`; records only sends from `measure_from`.
-fn drive(
-    runtime: &Runtime,
-    mut sender: SendRequest<Full<Bytes>>,
-    target: &Target,
+/// When a connection thread sends: at `first`, `first + interval`, ... until `end`; only
+/// sends from `measure_from` on are recorded.
+#[derive(Clone, Copy)]
+struct Schedule {
     first: Instant,
     interval: Duration,
     measure_from: Instant,
     end: Instant,
-) -> ConnectionResult {
-    let mut result = ConnectionResult::default();
-    let mut intended = first;
-    while intended < end {
-        if let Some(wait) = intended.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-        let sent = Instant::now();
-        let outcome = runtime.block_on(async {
-            if sender.is_closed() {
-                sender = connect(target).await?;
+}
+
+/// Runs one connection thread: each slot of `schedule` goes to the targets in turn, spread
+/// evenly over the interval (target k at slot + k * interval / targets); one result per target.
+fn drive(
+    runtime: &Runtime,
+    mut senders: Vec<SendRequest<Full<Bytes>>>,
+    targets: &[Target],
+    schedule: Schedule,
+) -> Vec<ConnectionResult> {
+    let mut results: Vec<ConnectionResult> = targets.iter().map(|_| ConnectionResult::default()).collect();
+    let step = schedule.interval / u32::try_from(targets.len()).unwrap_or(1);
+    let mut slot = schedule.first;
+    while slot < schedule.end {
+        for (k, ((sender, target), result)) in senders.iter_mut().zip(targets).zip(&mut results).enumerate() {
+            let intended = slot + step * u32::try_from(k).unwrap_or(0);
+            if let Some(wait) = intended.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
             }
-            exchange(&mut sender, target).await
-        });
-        let done = Instant::now();
-        if intended >= measure_from {
-            match outcome {
-                Ok(200) => {
-                    result.latencies_us.push(micros(done - intended));
-                    result.send_lags_us.push(micros(sent - intended));
+            let sent = Instant::now();
+            let outcome = runtime.block_on(async {
+                if sender.is_closed() {
+                    *sender = connect(target).await?;
                 }
-                Ok(status) => {
-                    result.non_200 += 1;
-                    result.last_bad_status = Some(status);
-                }
-                Err(error) => {
-                    result.transport_errors += 1;
-                    result.first_transport_error.get_or_insert_with(|| error.to_string());
+                exchange(sender, target).await
+            });
+            let done = Instant::now();
+            if intended >= schedule.measure_from {
+                match outcome {
+                    Ok(200) => {
+                        result.latencies_us.push(micros(done - intended));
+                        result.send_lags_us.push(micros(sent - intended));
+                    }
+                    Ok(status) => {
+                        result.non_200 += 1;
+                        result.last_bad_status = Some(status);
+                    }
+                    Err(error) => {
+                        result.transport_errors += 1;
+                        result.first_transport_error.get_or_insert_with(|| error.to_string());
+                    }
                 }
             }
         }
-        intended += interval;
+        slot += schedule.interval;
     }
-    result
+    results
 }
 
 /// One POST; returns the status once the whole response body has arrived.

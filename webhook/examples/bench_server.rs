@@ -70,10 +70,15 @@ async fn product(addr: SocketAddr, health: SocketAddr, cert: &str, key: &str) ->
     let readiness = Readiness::new();
     readiness.set_caches_synced(true);
     let (sender, mut receiver) = signal_queue(1024);
-    // Drain like the controller would; BENCH_NO_DRAIN=1 lets the queue fill (then every
+    // Drain like the controller does (batches); BENCH_NO_DRAIN=1 lets the queue fill (then every
     // signal is dropped and counted), to see what delivery itself costs.
     if std::env::var_os("BENCH_NO_DRAIN").is_none() {
-        tokio::spawn(async move { while receiver.recv().await.is_some() {} });
+        tokio::spawn(async move {
+            let mut batch = Vec::new();
+            while receiver.next_batch(&mut batch).await {
+                batch.clear();
+            }
+        });
     } else {
         std::mem::forget(receiver);
     }

@@ -30,12 +30,16 @@ pub enum Source {
     Eas,
 }
 
-/// Consumes the webhook's signal queue until it closes.
+/// Consumes the webhook's signal queue, a batch at a time, until it closes.
 pub async fn webhook_signals(ctx: Arc<Context>, mut signals: SignalReceiver) {
-    while let Some(signal) = signals.recv().await {
-        if let Err(e) = handle_signal(&ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await
-        {
-            debug!(pod = %signal.pod, error = %e, "eviction signal not processed");
+    let mut batch = Vec::new();
+    while signals.next_batch(&mut batch).await {
+        for signal in batch.drain(..) {
+            if let Err(e) =
+                handle_signal(&ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await
+            {
+                debug!(pod = %signal.pod, error = %e, "eviction signal not processed");
+            }
         }
     }
 }
