@@ -22,7 +22,7 @@ use crate::cluster_logic::eviction::{
 };
 use crate::error::ApiError;
 use crate::resources::ExtraSubresource;
-use crate::webhooks::{Webhooks, default_user_info};
+use crate::webhooks::{Webhooks, request_user_info};
 
 type Answer = Result<(u16, Value), ApiError>;
 
@@ -100,7 +100,7 @@ impl SubresourceHandler for EvictionHandler {
                 // Only `?dryRun`: a dry run in the body's deleteOptions is not seen here.
                 dry_run: request.dry_run,
                 options,
-                user_info: default_user_info(),
+                user_info: request_user_info(),
                 equivalents: Vec::new(),
             };
             self.webhooks.mutate(cluster, &mut attributes).await?;

@@ -42,6 +42,40 @@ async fn closed_port() -> SocketAddr {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_names_the_service_account_that_made_the_request() {
+    let hook = TestWebhook::start(SERVICE_DNS, Answer::Allow).await;
+    let (sim, pod) = cluster_with_web(hook.addr).await;
+    sim.apply("guard.yaml", &eviction_guard(&hook.ca_bundle, "Fail", 5)).await;
+    sim.server.ensure_service_account("prod", "drainer").await.expect("service account");
+    let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: evict, namespace: prod}\n\
+                rules: [{apiGroups: [''], resources: [pods/eviction], verbs: [create]}]\n---\n\
+                apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: evict, namespace: prod}\n\
+                roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: evict}\n\
+                subjects: [{kind: ServiceAccount, name: drainer, namespace: prod}]\n";
+    sim.apply("evict-role.yaml", role).await;
+    let kubeconfig = sim.dir.path().join("drainer.kubeconfig");
+    sim.server.write_service_account_kubeconfig("prod", "drainer", &kubeconfig).expect("kubeconfig");
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": "prod"}});
+    let file = sim.write("eviction.json", &eviction.to_string());
+    let path = format!("/api/v1/namespaces/prod/pods/{pod}/eviction");
+    let file = file.display().to_string();
+    let run = sim.kubectl_as(&kubeconfig, &["create", "--raw", &path, "-f", &file]).await;
+    assert_eq!(run.code, 0, "eviction as the ServiceAccount: {}", run.stderr);
+
+    let account = sim.get("v1", "serviceaccounts", Some("prod"), "drainer");
+    let calls = hook.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(
+        calls[0].review["request"]["userInfo"],
+        json!({
+            "username": "system:serviceaccount:prod:drainer",
+            "uid": account["metadata"]["uid"],
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:prod", "system:authenticated"],
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_sends_the_eviction_review_of_the_spec_example() {
     let hook = TestWebhook::start(SERVICE_DNS, Answer::Allow).await;
     let (sim, pod) = cluster_with_web(hook.addr).await;
@@ -63,7 +97,11 @@ async fn drain_sends_the_eviction_review_of_the_spec_example() {
     let mut review = calls[0].review.clone();
     let uid = review["request"]["uid"].as_str().unwrap_or_default().to_string();
     assert_eq!(uid.len(), 36, "a fresh UUID per call: {uid}");
-    assert!(review["request"]["userInfo"]["username"].is_string(), "{review}");
+    assert_eq!(
+        review["request"]["userInfo"],
+        json!({"username": "kube-sim-admin", "groups": ["system:masters", "system:authenticated"]}),
+        "the requester is the authenticated user of the eviction (kubectl's admin kubeconfig)"
+    );
     // The spec's example was taken with another requester; everything else must match.
     review["request"]["uid"] = json!("<uid>");
     review["request"]["userInfo"] = json!("<userInfo>");

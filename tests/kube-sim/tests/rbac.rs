@@ -14,25 +14,6 @@ use kube::api::{Api, ListParams};
 const NS: &str = "team";
 const SA_USER: &str = "system:serviceaccount:team:bot";
 
-/// Runs kubectl with `kubeconfig` (not the admin one) and the sim's private directories.
-async fn kubectl_with(sim: &Sim, kubeconfig: &Path, args: &[&str]) -> Run {
-    let out = tokio::process::Command::new(KUBECTL)
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .env("KUBECACHEDIR", sim.dir.path().join("cache-sa"))
-        .env("HOME", sim.dir.path().join("home"))
-        .current_dir(sim.dir.path())
-        .output()
-        .await
-        .expect("kubectl runs");
-    Run {
-        args: args.iter().map(|a| a.to_string()).collect(),
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 /// A kubeconfig for this server authenticating with `token`.
 fn kubeconfig_with_token(sim: &Sim, name: &str, token: &str) -> PathBuf {
     let path = sim.dir.path().join(name);
@@ -85,7 +66,7 @@ fn pod_yaml(namespace: &str, name: &str) -> String {
 #[tokio::test]
 async fn a_service_account_can_do_nothing_until_a_role_is_bound() {
     let (sim, bot) = sim_with_bot().await;
-    let denied = kubectl_with(&sim, &bot, &["get", "pods", "-n", NS]).await;
+    let denied = sim.kubectl_as(&bot, &["get", "pods", "-n", NS]).await;
     assert_forbidden(
         &denied,
         r#"pods is forbidden: User "system:serviceaccount:team:bot" cannot list resource "pods" in API group "" in the namespace "team""#,
@@ -106,20 +87,20 @@ async fn a_service_account_can_do_nothing_until_a_role_is_bound() {
     .await
     .ok();
     sim.seed(&pod_yaml(NS, "web-1")).await;
-    let allowed = kubectl_with(&sim, &bot, &["get", "pods", "-n", NS, "-o", "name"]).await.ok();
+    let allowed = sim.kubectl_as(&bot, &["get", "pods", "-n", NS, "-o", "name"]).await.ok();
     assert_eq!(allowed.stdout.trim(), "pod/web-1");
     // The Role grants in its namespace only, and only what it lists.
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["get", "pods", "-n", "other"]).await,
+        &sim.kubectl_as(&bot, &["get", "pods", "-n", "other"]).await,
         r#"pods is forbidden: User "system:serviceaccount:team:bot" cannot list resource "pods" in API group "" in the namespace "other""#,
     );
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["delete", "pod", "web-1", "-n", NS]).await,
+        &sim.kubectl_as(&bot, &["delete", "pod", "web-1", "-n", NS]).await,
         r#"pods "web-1" is forbidden: User "system:serviceaccount:team:bot" cannot delete resource "pods" in API group "" in the namespace "team""#,
     );
     assert!(sim.exists("v1", "pods", Some(NS), "web-1"), "a denied delete deletes nothing");
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["get", "deployments", "-A"]).await,
+        &sim.kubectl_as(&bot, &["get", "deployments", "-A"]).await,
         r#"deployments.apps is forbidden: User "system:serviceaccount:team:bot" cannot list resource "deployments" in API group "apps" at the cluster scope"#,
     );
 
@@ -178,23 +159,22 @@ async fn resource_names_limit_a_role_to_the_named_objects() {
     .await
     .ok();
 
-    kubectl_with(&sim, &bot, &["get", "pod", "web-1", "-o", "name"]).await.ok();
+    sim.kubectl_as(&bot, &["get", "pod", "web-1", "-o", "name"]).await.ok();
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["get", "pod", "web-2"]).await,
+        &sim.kubectl_as(&bot, &["get", "pod", "web-2"]).await,
         r#"pods "web-2" is forbidden: User "system:serviceaccount:team:bot" cannot get resource "pods" in API group "" in the namespace "team""#,
     );
     // A list names no object, so a rule with resourceNames never allows it ...
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["get", "pods"]).await,
+        &sim.kubectl_as(&bot, &["get", "pods"]).await,
         r#"pods is forbidden: User "system:serviceaccount:team:bot" cannot list resource "pods" in API group "" in the namespace "team""#,
     );
     // ... unless a metadata.name field selector pins it.
     let pinned =
-        kubectl_with(&sim, &bot, &["get", "pods", "--field-selector", "metadata.name=web-1", "-o", "name"])
-            .await;
+        sim.kubectl_as(&bot, &["get", "pods", "--field-selector", "metadata.name=web-1", "-o", "name"]).await;
     assert_eq!(pinned.ok().stdout.trim(), "pod/web-1");
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["get", "pods", "--field-selector", "metadata.name=web-2"]).await,
+        &sim.kubectl_as(&bot, &["get", "pods", "--field-selector", "metadata.name=web-2"]).await,
         r#"pods "web-2" is forbidden: User "system:serviceaccount:team:bot" cannot list resource "pods" in API group "" in the namespace "team""#,
     );
 }
@@ -219,14 +199,14 @@ async fn a_cluster_role_bound_by_a_role_binding_grants_in_that_namespace_only() 
     .await
     .ok();
 
-    let listed = kubectl_with(&sim, &bot, &["get", "configmaps", "-n", NS, "-o", "name"]).await.ok();
+    let listed = sim.kubectl_as(&bot, &["get", "configmaps", "-n", NS, "-o", "name"]).await.ok();
     assert_eq!(listed.stdout.trim(), "configmap/settings");
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["get", "configmap", "settings", "-n", "other"]).await,
+        &sim.kubectl_as(&bot, &["get", "configmap", "settings", "-n", "other"]).await,
         r#"configmaps "settings" is forbidden: User "system:serviceaccount:team:bot" cannot get resource "configmaps" in API group "" in the namespace "other""#,
     );
     assert_forbidden(
-        &kubectl_with(&sim, &bot, &["get", "configmaps", "-A"]).await,
+        &sim.kubectl_as(&bot, &["get", "configmaps", "-A"]).await,
         r#"configmaps is forbidden: User "system:serviceaccount:team:bot" cannot list resource "configmaps" in API group "" at the cluster scope"#,
     );
 
@@ -240,7 +220,7 @@ async fn a_cluster_role_bound_by_a_role_binding_grants_in_that_namespace_only() 
     ])
     .await
     .ok();
-    let everywhere = kubectl_with(&sim, &bot, &["get", "configmaps", "-A", "-o", "name"]).await.ok();
+    let everywhere = sim.kubectl_as(&bot, &["get", "configmaps", "-A", "-o", "name"]).await.ok();
     assert_eq!(everywhere.stdout.trim(), "configmap/settings\nconfigmap/settings");
 }
 
@@ -316,7 +296,7 @@ async fn token_requests_unknown_tokens_and_anonymous_requests() {
     );
 
     let bogus = kubeconfig_with_token(&sim, "bogus.kubeconfig", "not-a-token");
-    let unauthorized = kubectl_with(&sim, &bogus, &["get", "--raw", "/api/v1/namespaces/team/pods"]).await;
+    let unauthorized = sim.kubectl_as(&bogus, &["get", "--raw", "/api/v1/namespaces/team/pods"]).await;
     assert_ne!(unauthorized.code, 0);
     assert!(unauthorized.stderr.contains("Unauthorized"), "{}", unauthorized.stderr);
 

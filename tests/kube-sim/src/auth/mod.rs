@@ -83,10 +83,52 @@ impl UserInfo {
         }
     }
 
+    /// Who kube-sim's in-process controllers write as: kube-controller-manager's own identity
+    /// (upstream may also run each controller under its own ServiceAccount).
+    pub fn controller_manager() -> Self {
+        Self {
+            username: CONTROLLER_MANAGER_USER.to_string(),
+            uid: String::new(),
+            groups: vec![AUTHENTICATED_GROUP.to_string()],
+        }
+    }
+
     /// True when the user is in `group`.
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
     }
+
+    /// The AdmissionReview's `request.userInfo` (`authentication/v1` UserInfo: empty fields
+    /// are omitted, as Go's `omitempty` does).
+    pub fn to_review_json(&self) -> serde_json::Value {
+        let mut info = serde_json::json!({"username": self.username});
+        if !self.uid.is_empty() {
+            info["uid"] = self.uid.clone().into();
+        }
+        if !self.groups.is_empty() {
+            info["groups"] = self.groups.clone().into();
+        }
+        info
+    }
+}
+
+/// kube-controller-manager's user name.
+pub const CONTROLLER_MANAGER_USER: &str = "system:kube-controller-manager";
+
+tokio::task_local! {
+    /// The user of the API request being served (upstream: `request.UserFrom(ctx)`); unset
+    /// while kube-sim's own controllers write.
+    static REQUEST_USER: UserInfo;
+}
+
+/// Serves `work` as a request of `user`: admission reviews made meanwhile name this user.
+pub async fn serve_as<F: std::future::Future>(user: UserInfo, work: F) -> F::Output {
+    REQUEST_USER.scope(user, work).await
+}
+
+/// The user of the request being served, or kube-controller-manager for an in-process write.
+pub fn current_user() -> UserInfo {
+    REQUEST_USER.try_with(UserInfo::clone).unwrap_or_else(|_| UserInfo::controller_manager())
 }
 
 /// `system:serviceaccount:<namespace>:<name>`.

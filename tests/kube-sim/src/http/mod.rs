@@ -86,8 +86,19 @@ async fn handle(
             record.name = rp.name.clone().unwrap_or_default();
             let params = route::parse_query(&query);
             record.verb = resource::verb(&method, &rp, &params).to_string();
-            resource::handle(&state.cluster, rp, &method, &params, &accept, &content_type, req.into_body())
-                .await
+            let served = resource::handle(
+                &state.cluster,
+                rp,
+                &method,
+                &params,
+                &accept,
+                &content_type,
+                req.into_body(),
+            );
+            match checked.user {
+                Some(user) => crate::auth::serve_as(user, served).await,
+                None => served.await,
+            }
         }
         (None, other) => non_resource(&state, other, &method, &accept, &query),
     };

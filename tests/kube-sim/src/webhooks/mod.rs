@@ -23,10 +23,10 @@ use crate::controllers::ServiceRoutes;
 use crate::error::ApiError;
 use crate::resources::StorageKey;
 
-/// The requester every AdmissionReview names (the authenticated user is not passed through to
-/// admission; see the README).
-pub fn default_user_info() -> Value {
-    json!({"username": "kubernetes-admin", "groups": ["kubeadm:cluster-admins", "system:authenticated"]})
+/// The requester an AdmissionReview names: the authenticated user of the request being
+/// served, or kube-controller-manager for kube-sim's own writes.
+pub fn request_user_info() -> Value {
+    crate::auth::current_user().to_review_json()
 }
 
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -222,7 +222,7 @@ pub(crate) fn attributes_of(request: &AdmissionRequest) -> AdmissionAttributes {
         old_object: request.old_object.clone(),
         dry_run: request.dry_run,
         options: request.options.clone(),
-        user_info: default_user_info(),
+        user_info: request_user_info(),
         equivalents: Vec::new(),
     }
 }

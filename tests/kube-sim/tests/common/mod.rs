@@ -79,10 +79,17 @@ impl Sim {
 
     /// Runs kubectl with this server's kubeconfig and private KUBECACHEDIR/HOME.
     pub async fn kubectl(&self, args: &[&str]) -> Run {
+        self.kubectl_as(&self.kubeconfig(), args).await
+    }
+
+    /// Runs kubectl with another kubeconfig (e.g. a ServiceAccount's), with a discovery cache
+    /// of its own and the same private HOME.
+    pub async fn kubectl_as(&self, kubeconfig: &std::path::Path, args: &[&str]) -> Run {
+        let stem = kubeconfig.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let out = tokio::process::Command::new(KUBECTL)
             .args(args)
-            .env("KUBECONFIG", self.kubeconfig())
-            .env("KUBECACHEDIR", self.dir.path().join("cache"))
+            .env("KUBECONFIG", kubeconfig)
+            .env("KUBECACHEDIR", self.dir.path().join(format!("cache-{stem}")))
             .env("HOME", self.dir.path().join("home"))
             .current_dir(self.dir.path())
             .output()
