@@ -79,7 +79,7 @@ impl Sim {
 
     /// Runs kubectl with this server's kubeconfig and private KUBECACHEDIR/HOME.
     pub async fn kubectl(&self, args: &[&str]) -> Run {
-        self.kubectl_as(&self.kubeconfig(), args).await
+        self.kubectl_as(self.kubeconfig(), args).await
     }
 
     /// Runs kubectl with another kubeconfig (e.g. a ServiceAccount's), with a discovery cache
