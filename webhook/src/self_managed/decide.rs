@@ -6,7 +6,8 @@
 //! A certificate is renewed when less than a third of its lifetime is left. A CA is rotated in
 //! two steps so that no webhook call fails: a new CA is put first in `ca.crt` (next to the old
 //! one), and the serving certificate switches to it only once every webhook's `caBundle`
-//! holds it.
+//! holds it and apiservers have had time to see that ([`switch_grace`]: they read webhook
+//! configurations through informers, a little behind the object).
 
 use std::sync::Arc;
 
@@ -61,8 +62,9 @@ pub enum Action {
     /// The signing CA is ageing: put a new CA first in `ca.crt`, keep the serving pair.
     AddNextCa { reason: String },
     /// The serving certificate must move to the new CA, but some webhook's `caBundle` does not
-    /// hold it yet; serve the current pair meanwhile.
-    WaitForBundle { reason: String },
+    /// hold it yet, or apiservers may not have seen it yet (then: look again `until`, Unix
+    /// seconds); serve the current pair meanwhile.
+    WaitForBundle { reason: String, until: Option<i64> },
 }
 
 /// The names and lifetimes certificates must have.
@@ -80,6 +82,21 @@ pub struct Wanted {
 /// eating much of a short lifetime.
 pub fn backdate(validity: i64) -> i64 {
     (validity / 10).min(3600)
+}
+
+/// How long after a new CA is issued the serving certificate may move to it, for a CA whose
+/// certificate spans `span` seconds: a minute (apiservers see a changed `caBundle` within
+/// seconds), less for test CAs that live only seconds, never zero.
+pub fn switch_grace(span: i64) -> i64 {
+    (span / 30).clamp(1, 60)
+}
+
+/// When a certificate made here was issued: `not_before` lies [`backdate`] of its validity
+/// earlier, so `not_after - not_before = validity + min(validity / 10, 3600)`.
+pub fn issued_at(not_before: i64, not_after: i64) -> i64 {
+    let span = not_after - not_before;
+    let validity = if span >= 39_600 { span - 3_600 } else { span * 10 / 11 };
+    not_after - validity
 }
 
 /// Unix seconds at which a certificate valid `not_before..not_after` is due for renewal: when
@@ -109,12 +126,23 @@ pub fn decide(secret: Option<SecretData<'_>>, now: i64, wanted: &Wanted, publish
     };
     if let Err(error) = verify(&serving.der, &ca.first, &wanted.dns_names, now) {
         if verify(&serving.der, &ca.bundle, &wanted.dns_names, now).is_ok() {
-            // Signed by an older CA still in the bundle: switch once the new CA is published.
-            return if published.holds(&ca.first[0]) {
-                Action::Renew { reason: "moving the serving certificate to the new CA".into() }
-            } else {
-                Action::WaitForBundle { reason: "the new CA is not yet in every webhook's caBundle".into() }
-            };
+            // Signed by an older CA still in the bundle: switch once the new CA is published
+            // and apiservers have had time to pick the new bundle up.
+            if !published.holds(&ca.first[0]) {
+                let reason = "the new CA is not yet in every webhook's caBundle".into();
+                return Action::WaitForBundle { reason, until: None };
+            }
+            let switch_at = issued_at(ca.not_before, ca.not_after)
+                .saturating_add(switch_grace(ca.not_after - ca.not_before));
+            if now < switch_at {
+                let reason = format!(
+                    "every caBundle holds the new CA; the serving certificate moves to it in {}s, \
+                     once every apiserver has seen the new bundle",
+                    switch_at - now
+                );
+                return Action::WaitForBundle { reason, until: Some(switch_at) };
+            }
+            return Action::Renew { reason: "moving the serving certificate to the new CA".into() };
         }
         return Action::Renew { reason: format!("tls.crt does not verify against ca.crt: {error}") };
     }

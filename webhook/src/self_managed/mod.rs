@@ -314,7 +314,7 @@ impl CertManager {
             let now = now();
             let action = decide(found.as_ref().map(|_| view(&data)), now, &self.wanted, published);
             let Some(new_data) = next_data(&action, &data, now, &self.wanted)? else {
-                if let Action::WaitForBundle { reason } = &action {
+                if let Action::WaitForBundle { reason, .. } = &action {
                     tracing::debug!(%reason, "serving certificate switch waits for the caBundle");
                 }
                 return current_of(&data, &action, now, self.settings.resync_interval);
@@ -361,7 +361,7 @@ fn current_of(data: &Data, action: &Action, now: i64, resync: Duration) -> Resul
     let get =
         |key: &str| data.get(key).map(|v| v.0.clone()).ok_or_else(|| format!("the Secret has no {key}"));
     let recheck_at = match action {
-        Action::Use { recheck_at } => *recheck_at,
+        Action::Use { recheck_at } | Action::WaitForBundle { until: Some(recheck_at), .. } => *recheck_at,
         _ => now.saturating_add(i64::try_from(resync.as_secs()).unwrap_or(i64::MAX)),
     };
     Ok(Current {

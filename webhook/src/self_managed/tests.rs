@@ -1,6 +1,9 @@
 //! The decision table, at fixed times.
 
-use super::decide::{Action, Published, SecretData, Wanted, bundle_with_next_ca, decide, renew_at};
+use super::decide::{
+    Action, Published, SecretData, Wanted, backdate, bundle_with_next_ca, decide, issued_at, renew_at,
+    switch_grace,
+};
 use crate::certs::{IssuedPem, issue_serving, new_ca};
 
 const T0: i64 = 1_800_000_000;
@@ -157,7 +160,8 @@ fn ageing_ca_gets_a_successor_first_and_the_switch_waits_for_the_bundle() {
     assert!(matches!(decide(Some(f.data()), now, &wanted(), &Published::Unknown), Action::AddNextCa { .. }));
 
     // Step 1 done: the new CA is first in ca.crt, its key in ca.key; serving unchanged.
-    let next = new_ca(now, now + 300 * DAY).unwrap();
+    // Backdated as the product issues it (so a clock behind ours accepts it at once).
+    let next = new_ca(now - backdate(300 * DAY), now + 300 * DAY).unwrap();
     let bundle = bundle_with_next_ca(&next.cert_pem, f.ca.cert_pem.as_bytes(), now);
     let old_serving = issue_serving(
         super::super::certs::CA_COMMON_NAME,
@@ -178,10 +182,32 @@ fn ageing_ca_gets_a_successor_first_and_the_switch_waits_for_the_bundle() {
     assert!(matches!(decide(Some(step1), now, &wanted(), &Published::Unknown), Action::WaitForBundle { .. }));
     let blank_one = Published::Bundles(vec![bundle.clone().into_bytes(), Vec::new()]);
     assert!(matches!(decide(Some(step1), now, &wanted(), &blank_one), Action::WaitForBundle { .. }));
-    // Step 2: every webhook trusts both: switch.
+    // Step 2: every webhook trusts both; apiservers see a changed caBundle through their
+    // informers, not at once, so the switch waits a minute after the new CA was issued.
     let both = Published::Bundles(vec![bundle.clone().into_bytes(), bundle.clone().into_bytes()]);
-    renews(&decide(Some(step1), now, &wanted(), &both), "new CA");
-    renews(&decide(Some(step1), now, &wanted(), &Published::NoConfiguration), "new CA");
+    let waits = decide(Some(step1), now, &wanted(), &both);
+    assert!(
+        matches!(&waits, Action::WaitForBundle { until: Some(at), .. } if *at == now + 60),
+        "want a wait until the grace is over, got {waits:?}"
+    );
+    renews(&decide(Some(step1), now + 60, &wanted(), &both), "new CA");
+    renews(&decide(Some(step1), now + 60, &wanted(), &Published::NoConfiguration), "new CA");
+}
+
+#[test]
+fn issue_time_is_recovered_from_a_backdated_validity() {
+    for validity in [12, 30, 3_600, 35_999, 36_000, 300 * DAY] {
+        let (issued, not_before, not_after) = (T0, T0 - backdate(validity), T0 + validity);
+        let found = issued_at(not_before, not_after);
+        assert!((found - issued).abs() <= 1, "validity {validity}: {found} vs {issued}");
+    }
+}
+
+#[test]
+fn the_switch_grace_is_short_for_a_short_lived_ca() {
+    assert_eq!(switch_grace(30 * DAY), 60);
+    assert_eq!(switch_grace(33), 1, "a 30 s test CA (+3 s backdating) waits a second");
+    assert_eq!(switch_grace(5), 1, "never zero");
 }
 
 #[test]
