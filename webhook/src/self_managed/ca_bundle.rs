@@ -7,8 +7,6 @@ use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
-use super::decide::Published;
-
 /// What reading the configuration gave.
 pub(crate) enum Read {
     Found(Box<ValidatingWebhookConfiguration>),
@@ -61,14 +59,12 @@ impl WebhookConfiguration {
     }
 }
 
-/// What a configuration publishes, for [`super::decide::decide`].
-pub(crate) fn published(configuration: &ValidatingWebhookConfiguration) -> Published {
-    Published::Bundles(
-        configuration
-            .webhooks
-            .iter()
-            .flatten()
-            .map(|w| w.client_config.ca_bundle.as_ref().map(|b| b.0.clone()).unwrap_or_default())
-            .collect(),
-    )
+/// The `caBundle` of each webhook of a configuration (empty when blank).
+pub(crate) fn bundles(configuration: &ValidatingWebhookConfiguration) -> Vec<Vec<u8>> {
+    configuration
+        .webhooks
+        .iter()
+        .flatten()
+        .map(|w| w.client_config.ca_bundle.as_ref().map(|b| b.0.clone()).unwrap_or_default())
+        .collect()
 }

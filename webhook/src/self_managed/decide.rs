@@ -6,7 +6,7 @@
 //! A certificate is renewed when less than a third of its lifetime is left. A CA is rotated in
 //! two steps so that no webhook call fails: a new CA is put first in `ca.crt` (next to the old
 //! one), and the serving certificate switches to it only once every webhook's `caBundle`
-//! holds it and apiservers have had time to see that ([`switch_grace`]: they read webhook
+//! has held it long enough for apiservers to see it ([`switch_grace`]: they read webhook
 //! configurations through informers, a little behind the object).
 
 use std::sync::Arc;
@@ -42,8 +42,9 @@ pub struct SecretData<'a> {
 pub enum Published {
     /// There is no webhook configuration: nobody relies on the bundle.
     NoConfiguration,
-    /// The `caBundle` of each webhook (PEM bytes; empty when blank).
-    Bundles(Vec<Vec<u8>>),
+    /// The `caBundle` of each webhook (PEM bytes; empty when blank), and since when (Unix
+    /// seconds) they have been seen as they are.
+    Bundles { bundles: Vec<Vec<u8>>, since: i64 },
     /// Not known (it could not be read).
     Unknown,
 }
@@ -84,19 +85,11 @@ pub fn backdate(validity: i64) -> i64 {
     (validity / 10).min(3600)
 }
 
-/// How long after a new CA is issued the serving certificate may move to it, for a CA whose
-/// certificate spans `span` seconds: a minute (apiservers see a changed `caBundle` within
-/// seconds), less for test CAs that live only seconds, never zero.
+/// How long every `caBundle` must have held a new CA before the serving certificate moves to
+/// it, for a CA whose certificate spans `span` seconds: a minute (apiservers see a changed
+/// `caBundle` within seconds), less for test CAs that live only seconds, never zero.
 pub fn switch_grace(span: i64) -> i64 {
     (span / 30).clamp(1, 60)
-}
-
-/// When a certificate made here was issued: `not_before` lies [`backdate`] of its validity
-/// earlier, so `not_after - not_before = validity + min(validity / 10, 3600)`.
-pub fn issued_at(not_before: i64, not_after: i64) -> i64 {
-    let span = not_after - not_before;
-    let validity = if span >= 39_600 { span - 3_600 } else { span * 10 / 11 };
-    not_after - validity
 }
 
 /// Unix seconds at which a certificate valid `not_before..not_after` is due for renewal: when
@@ -132,8 +125,12 @@ pub fn decide(secret: Option<SecretData<'_>>, now: i64, wanted: &Wanted, publish
                 let reason = "the new CA is not yet in every webhook's caBundle".into();
                 return Action::WaitForBundle { reason, until: None };
             }
-            let switch_at = issued_at(ca.not_before, ca.not_after)
-                .saturating_add(switch_grace(ca.not_after - ca.not_before));
+            let switch_at = match published {
+                Published::Bundles { since, .. } => {
+                    since.saturating_add(switch_grace(ca.not_after - ca.not_before))
+                }
+                _ => now,
+            };
             if now < switch_at {
                 let reason = format!(
                     "every caBundle holds the new CA; the serving certificate moves to it in {}s, \
@@ -164,7 +161,7 @@ impl Published {
         match self {
             Self::NoConfiguration => true,
             Self::Unknown => false,
-            Self::Bundles(bundles) => bundles.iter().all(|bundle| {
+            Self::Bundles { bundles, .. } => bundles.iter().all(|bundle| {
                 certificates(bundle).is_ok_and(|certs| certs.iter().any(|c| c.as_ref() == ca.as_ref()))
             }),
         }

@@ -31,7 +31,7 @@ use kube::runtime::watcher;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
-use self::ca_bundle::{Read, WebhookConfiguration, published};
+use self::ca_bundle::{Read, WebhookConfiguration, bundles};
 use self::decide::{Action, CA_CRT, Published, TLS_CRT, TLS_KEY, Wanted, decide};
 use self::secret::{Data, SecretStore, Written, next_data, view};
 use crate::Error;
@@ -122,6 +122,8 @@ pub struct CertManager {
     configuration_retry: (Instant, Duration),
     /// The configuration's last problem, so a persisting one is not logged at every retry.
     configuration_problem: Option<String>,
+    /// The `caBundle`s last read, and since when (Unix seconds) they have been as they are.
+    bundles_seen: Option<(Vec<Vec<u8>>, i64)>,
 }
 
 impl CertManager {
@@ -137,7 +139,7 @@ impl CertManager {
         let wanted = settings.wanted();
         let placeholder = PemPair { cert: Vec::new(), key: Vec::new() };
         let (pairs, receiver) = watch::channel(placeholder);
-        let manager = Self {
+        let mut manager = Self {
             client,
             settings,
             wanted,
@@ -147,12 +149,10 @@ impl CertManager {
             pairs,
             configuration_retry: (Instant::now(), Duration::ZERO),
             configuration_problem: None,
+            bundles_seen: None,
         };
-        let published = match manager.configuration.read().await {
-            Ok(Read::Found(found)) => published(&found),
-            Ok(Read::Absent) => Published::NoConfiguration,
-            Err(_) => Published::Unknown,
-        };
+        let read = manager.configuration.read().await.ok();
+        let published = manager.published(read.as_ref());
         let current = manager.reconcile_secret(&published).await.map_err(Error::SelfManaged)?;
         manager.pairs.send_replace(current.pair);
         Ok((manager, receiver))
@@ -199,11 +199,7 @@ impl CertManager {
     /// One round: configuration, Secret, served pair, `caBundle`. Returns when to run again.
     async fn reconcile(&mut self) -> Instant {
         let configuration = self.read_configuration().await;
-        let published = match &configuration {
-            Some(Read::Found(found)) => published(found),
-            Some(Read::Absent) => Published::NoConfiguration,
-            None => Published::Unknown,
-        };
+        let published = self.published(configuration.as_ref());
         let mut next = Instant::now() + self.settings.resync_interval;
         let current = match self.reconcile_secret(&published).await {
             Ok(current) => current,
@@ -239,6 +235,24 @@ impl CertManager {
         let seconds_left = current.recheck_at.saturating_sub(now()).max(0);
         let recheck = Instant::now() + Duration::from_secs(u64::try_from(seconds_left).unwrap_or(0));
         next.min(recheck)
+    }
+
+    /// What the configuration publishes (`None`: it could not be read), with since when its
+    /// bundles have been seen as they are.
+    fn published(&mut self, configuration: Option<&Read>) -> Published {
+        match configuration {
+            Some(Read::Found(found)) => {
+                let bundles = bundles(found);
+                let since = match &self.bundles_seen {
+                    Some((seen, since)) if *seen == bundles => *since,
+                    _ => now(),
+                };
+                self.bundles_seen = Some((bundles.clone(), since));
+                Published::Bundles { bundles, since }
+            }
+            Some(Read::Absent) => Published::NoConfiguration,
+            None => Published::Unknown,
+        }
     }
 
     /// GETs the configuration unless backing off; `None` when unknown.
