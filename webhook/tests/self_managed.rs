@@ -47,13 +47,13 @@ impl Sim {
     }
 
     async fn client(&self) -> kube::Client {
-        let kubeconfig =
-            kube::config::Kubeconfig::read_from(self.server.kubeconfig_path()).expect("kubeconfig parses");
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-                .await
-                .expect("kube config");
-        kube::Client::try_from(config).expect("kube client")
+        client_from(self.server.kubeconfig_path()).await
+    }
+
+    /// The CA bundle (`ca.crt`) in the certificate Secret.
+    async fn ca_in_secret(&self) -> Vec<u8> {
+        let secret = Api::<Secret>::namespaced(self.client().await, NS).get(SECRET).await.expect("Secret");
+        secret.data.unwrap_or_default()["ca.crt"].0.clone()
     }
 
     async fn create_configuration(&self) {
@@ -337,14 +337,7 @@ async fn short_lived_serving_certificates_rotate_without_a_failed_handshake() {
     let (a, b) =
         tokio::join!(Replica::start(&sim, settings(validity)), Replica::start(&sim, settings(validity)));
     let first = der_of(&a.serving_cert());
-    let ca = Api::<Secret>::namespaced(sim.client().await, NS)
-        .get(SECRET)
-        .await
-        .expect("Secret")
-        .data
-        .unwrap_or_default()["ca.crt"]
-        .0
-        .clone();
+    let ca = sim.ca_in_secret().await;
     eventually("caBundle filled", Duration::from_secs(10), || async {
         sim.bundles().await.iter().all(|b| *b == ca).then_some(())
     })
@@ -405,6 +398,16 @@ async fn an_ageing_ca_is_rotated_in_two_steps_without_a_failed_handshake() {
         stop.store(true, Ordering::Release);
     });
     assert_eq!(failures.load(Ordering::Acquire), 0, "no handshake failed across the CA rotation");
+}
+
+/// A kube-rs client from a kubeconfig file (the admin's or a ServiceAccount's).
+async fn client_from(path: &std::path::Path) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("kubeconfig parses");
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .expect("kube config");
+    kube::Client::try_from(config).expect("kube client")
 }
 
 /// The first certificate of a PEM bundle, as PEM (to trust the new CA alone).
@@ -529,25 +532,13 @@ async fn least_privilege_suffices_and_a_forbidden_configuration_is_retried_with_
     .await;
     let kubeconfig = sim._dir.path().join("sa-kubeconfig");
     sim.server.write_service_account_kubeconfig(NS, "eas", &kubeconfig).expect("kubeconfig");
-    let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig parses");
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("kube config");
-    let client = kube::Client::try_from(config).expect("client");
+    let client = client_from(&kubeconfig).await;
 
     let mut quick = settings(Duration::from_secs(3600));
     quick.resync_interval = Duration::from_millis(100);
     quick.max_backoff = Duration::from_secs(1);
     let replica = Replica::start_as(client, quick).await;
-    let ca = Api::<Secret>::namespaced(sim.client().await, NS)
-        .get(SECRET)
-        .await
-        .expect("Secret")
-        .data
-        .unwrap_or_default()["ca.crt"]
-        .0
-        .clone();
+    let ca = sim.ca_in_secret().await;
     assert!(handshake(replica.addr, &ca).await.is_ok(), "serving although the configuration is forbidden");
 
     let forbidden = || sim.count("get", "validatingwebhookconfigurations", 403);

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{KUBECTL, Run, Sim};
+use common::{KUBECTL, Run, Sim, client_from};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams};
 
@@ -21,16 +21,6 @@ fn kubeconfig_with_token(sim: &Sim, name: &str, token: &str) -> PathBuf {
     kube_sim::tls::write_kubeconfig_as(&path, server.url(), server.ca_pem(), "test-user", token, NS)
         .expect("kubeconfig written");
     path
-}
-
-/// A kube-rs client from a kubeconfig file.
-async fn client_from(path: &Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("kubeconfig parses");
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("kube config");
-    kube::Client::try_from(config).expect("kube client")
 }
 
 /// Namespaces `team` and `other`, ServiceAccount `team/bot`, and a kubeconfig for it holding a

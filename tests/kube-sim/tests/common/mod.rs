@@ -84,7 +84,7 @@ impl Sim {
 
     /// Runs kubectl with another kubeconfig (e.g. a ServiceAccount's), with a discovery cache
     /// of its own and the same private HOME.
-    pub async fn kubectl_as(&self, kubeconfig: &std::path::Path, args: &[&str]) -> Run {
+    pub async fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Run {
         let stem = kubeconfig.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let out = tokio::process::Command::new(KUBECTL)
             .args(args)
@@ -103,14 +103,9 @@ impl Sim {
         }
     }
 
-    /// A kube-rs client for this server.
+    /// A kube-rs client for this server, as the admin.
     pub async fn client(&self) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("kubeconfig parses");
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-                .await
-                .expect("kube config");
-        kube::Client::try_from(config).expect("kube client")
+        client_from(self.kubeconfig()).await
     }
 
     /// The request-log mark to pass to [`Sim::requests_since`].
@@ -335,11 +330,7 @@ impl Sim {
     /// and the JSON body.
     pub async fn raw(&self, method: &str, path: &str, body: Option<Value>) -> RawAnswer {
         use http_body_util::BodyExt as _;
-        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig()).expect("kubeconfig parses");
-        let mut config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-                .await
-                .expect("kube config");
+        let mut config = kube_config(self.kubeconfig()).await;
         // Raw answers: no transparent retry of 429/503.
         config.default_retry = false;
         let client = kube::Client::try_from(config).expect("kube client");
@@ -365,4 +356,17 @@ impl Sim {
             "metadata": {"name": name, "namespace": ns, "creationTimestamp": null}, "deleteOptions": delete_options});
         self.raw("POST", &format!("/api/v1/namespaces/{ns}/pods/{name}/eviction{query}"), Some(body)).await
     }
+}
+
+/// A kube-rs configuration from a kubeconfig file (the admin's or a ServiceAccount's).
+pub async fn kube_config(path: &Path) -> kube::Config {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("kubeconfig parses");
+    kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+        .await
+        .expect("kube config")
+}
+
+/// A kube-rs client from a kubeconfig file.
+pub async fn client_from(path: &Path) -> kube::Client {
+    kube::Client::try_from(kube_config(path).await).expect("kube client")
 }
