@@ -27,7 +27,7 @@ async fn cleanup(env: &Env, args: &[&str]) -> (bool, String, String) {
     command
         .arg("cleanup")
         .args(args)
-        .env("KUBECONFIG", env.sim.kubeconfig_path())
+        .env("KUBECONFIG", env.sim().kubeconfig_path())
         .env("HOME", env.dir.path());
     let output: Output = tokio::task::spawn_blocking(move || command.output())
         .await
@@ -51,7 +51,7 @@ fn last_seq(env: &Env) -> u64 {
 
 fn eas_names(env: &Env) -> Vec<String> {
     let gvr = kube_sim::Gvr::new("eviction-autoscaler.azure.com", "v1", "evictionautoscalers");
-    env.sim
+    env.sim()
         .cluster()
         .list(&gvr, None, &kube_sim::ListOptions::default())
         .map(|l| l.items.iter().filter_map(|o| o["metadata"]["name"].as_str().map(String::from)).collect())

@@ -136,7 +136,7 @@ async fn the_standby_takes_the_lease_from_a_killed_holder_and_reverts() {
     let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"]);
     wait_surged(&env).await;
     env.kill_product().await;
-    env.route_webhook_to(standby.webhook_addr);
+    env.route_webhook_to(standby.webhook_addr).await;
 
     let (ok, output) = drain.finish().await;
     assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
@@ -171,7 +171,7 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
     })
     .await;
     let follower = env.start_extra_product("follower", &flags).await;
-    env.route_webhook_to(follower.webhook_addr);
+    env.route_webhook_to(follower.webhook_addr).await;
     one_protected_replica(&env).await;
     let pod = env
         .kubectl_ok(&[
@@ -232,7 +232,7 @@ async fn a_frozen_holder_that_wakes_after_losing_the_lease_writes_nothing() {
     wait_surged(&env).await;
     // Frozen (a long GC pause, a stalled node): its Lease runs out, the standby takes over.
     env.product.as_ref().expect("product runs").signal("STOP");
-    env.route_webhook_to(standby.webhook_addr);
+    env.route_webhook_to(standby.webhook_addr).await;
     let (ok, output) = drain.finish().await;
     assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
     wait_for("the standby to hold the Lease", Duration::from_secs(60), || {

@@ -161,12 +161,12 @@ async fn evictions_paused_past_kubectls_backoff_keep_the_surge_while_pods_remain
     let history = env.record_deployment("demo", "web");
 
     // The kubelet paused: the surge pod cannot become Ready, so the first eviction is refused.
-    env.sim.behaviour().expect("kube-sim runs its controllers").pause("kubelet");
+    env.sim().behaviour().expect("kube-sim runs its controllers").pause("kubelet");
     env.kubectl_ok(&["cordon", &node]).await;
     wait_state(&history, "a surge to 2 on the cordon", LONG, |s| s.replicas == 2 && surged(s)).await;
     let (accepted, output) = env.evict("demo", &pod).await;
     assert!(!accepted, "the first eviction is refused by the PDB: {output}");
-    env.sim.behaviour().expect("kube-sim runs its controllers").resume("kubelet");
+    env.sim().behaviour().expect("kube-sim runs its controllers").resume("kubelet");
     env.wait_ready("demo", "web", 2).await;
 
     // No eviction for 8 s (> kubectl's 5 s back-off, > the 2 s cooldown, well inside the

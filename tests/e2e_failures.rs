@@ -66,7 +66,7 @@ async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded
     let node = one_protected_replica(&env).await;
     let policy = Arc::new(ForbidScaling { refused: AtomicUsize::new(0) });
     env.expect_forbidden();
-    env.sim.cluster().set_admission_hook(Some(policy.clone()));
+    env.sim().cluster().set_admission_hook(Some(policy.clone()));
 
     // Three rounds of refused evictions (kubectl retries every 5 s): a signal each time.
     let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=12s"]);
@@ -112,7 +112,7 @@ async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
     .await;
     // From now on every change of replicas is refused, the revert included.
     env.expect_forbidden();
-    env.sim.cluster().set_admission_hook(Some(Arc::new(ForbidScaling { refused: AtomicUsize::new(0) })));
+    env.sim().cluster().set_admission_hook(Some(Arc::new(ForbidScaling { refused: AtomicUsize::new(0) })));
     let (ok, output) = drain.finish().await;
     assert!(ok, "the drain finishes on the surged replica: {output}");
 

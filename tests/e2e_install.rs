@@ -69,7 +69,7 @@ fn product_creates(env: &Env, resource: &str) -> usize {
 }
 
 fn webhook_failures(env: &Env) -> Vec<kube_sim::WebhookFailure> {
-    env.sim.cluster().request_log().webhook_failures()
+    env.sim().cluster().request_log().webhook_failures()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,7 +101,7 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
 
     // Evictions reach replica a over TLS verified against that bundle; the basic install
     // surges a blocked kube-system Deployment. New Deployments reach replica b.
-    env.route_webhook_to(a.webhook_addr);
+    env.route_webhook_to(a.webhook_addr).await;
     env.apply(&deployment("kube-system", "dns", 1, &[])).await;
     env.apply(&pdb("kube-system", "dns", "dns", json!({"minAvailable": 1}))).await;
     env.wait_ready("kube-system", "dns", 1).await;
@@ -117,7 +117,7 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
     );
     let evictions = metric_sum(&a.metrics().await, REQUESTS, &["path=\"/validate-eviction\""]);
     assert!(evictions >= 1.0, "replica a reviewed the evictions");
-    env.route_webhook_to(b.webhook_addr);
+    env.route_webhook_to(b.webhook_addr).await;
     env.apply(&deployment("default", "web", 1, &[])).await;
     let reviews = metric_sum(&b.metrics().await, REQUESTS, &["path=\"/validate-deployment\""]);
     assert!(reviews >= 1.0, "replica b reviewed the new Deployment");
@@ -131,7 +131,7 @@ async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
     env.project_config();
     let template = env.pod_template(&objects);
     let replica = env.start_replica(&template, "eviction-autoscaler-a", &["--cert-validity=12s"]).await;
-    env.route_webhook_to(replica.webhook_addr);
+    env.route_webhook_to(replica.webhook_addr).await;
     wait_bundle_is_the_ca(&env, "the caBundle filled").await;
     let first_cert =
         env.object("", "v1", "secrets", NS, TLS_SECRET).expect("Secret")["data"]["tls.crt"].clone();
@@ -166,7 +166,7 @@ async fn mode(overlay: &str) -> (Env, support::Product) {
     env.project_config();
     let template = env.pod_template(&objects);
     let replica = env.start_replica(&template, "eviction-autoscaler-a", &[]).await;
-    env.route_webhook_to(replica.webhook_addr);
+    env.route_webhook_to(replica.webhook_addr).await;
     env.apply(&namespace("production", &[])).await;
     env.apply(&namespace("team", &[])).await;
     env.apply(&namespace("opted-out", &[("eviction-autoscaler.azure.com/enable", "false")])).await;
@@ -295,7 +295,7 @@ async fn uninstall_leaves_no_trace_and_every_user_pdb_as_it_was() {
     drop(replica); // stop the product first, as the README says
     let out = std::process::Command::new(BIN)
         .arg("cleanup")
-        .env("KUBECONFIG", env.sim.kubeconfig_path())
+        .env("KUBECONFIG", env.sim().kubeconfig_path())
         .output()
         .expect("cleanup runs");
     assert!(out.status.success(), "cleanup: {}", String::from_utf8_lossy(&out.stderr));

@@ -2,7 +2,6 @@
 //! its own ports, a kubectl running in the background while the test acts, and readers for
 //! what a user checks (EAS conditions, Events, the Lease holder, an object right now).
 
-use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -43,20 +42,12 @@ impl Env {
         Product::start(cmd, log).await
     }
 
-    /// Points the webhook Service (deploy/base/webhook.yaml) at `addr`.
-    pub fn route_webhook_to(&self, addr: SocketAddr) {
-        let behaviour = self.sim.behaviour().expect("kube-sim runs its controllers");
-        behaviour.set_service_endpoint(super::SERVICE.0, super::SERVICE.1, addr);
-    }
-
     /// Starts kubectl in the background (same private HOME and cache as `Env::kubectl`).
     pub fn spawn_kubectl(&self, args: &[&str]) -> BackgroundKubectl {
-        let home = self.dir.path().join("home");
-        let child = tokio::process::Command::new("kubectl")
+        let mut cmd = tokio::process::Command::new("kubectl");
+        self.kubectl_env(cmd.as_std_mut());
+        let child = cmd
             .args(args)
-            .env("KUBECONFIG", self.sim.kubeconfig_path())
-            .env("HOME", &home)
-            .env("KUBECACHEDIR", home.join("cache"))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -76,7 +67,7 @@ impl Env {
         name: &str,
     ) -> Option<Value> {
         let gvr = kube_sim::Gvr::new(group, version, plural);
-        self.sim.cluster().get(&gvr, Some(namespace), name).ok().map(|o| (*o).clone())
+        self.sim().cluster().get(&gvr, Some(namespace), name).ok().map(|o| (*o).clone())
     }
 
     /// Deployment `namespace/name` right now.
@@ -158,26 +149,7 @@ impl Env {
 impl Env {
     /// Starts recording every version of object `namespace/name` of `gvr` (in-process watch).
     pub fn record_object(&self, gvr: &kube_sim::Gvr, namespace: &str, name: &str) -> super::Recorder<Value> {
-        use futures::StreamExt as _;
-        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let opts = kube_sim::WatchOptions {
-            field_selector: Some(format!("metadata.name={name}")),
-            timeout: Some(Duration::from_secs(3600)),
-            ..Default::default()
-        };
-        let mut stream = self.sim.cluster().watch(gvr, Some(namespace), &opts).expect("watch");
-        let sink = states.clone();
-        let task = tokio::spawn(async move {
-            while let Some(event) = stream.next().await {
-                // Bookmarks carry no object worth recording.
-                if event.object["metadata"]["name"].as_str().is_none_or(|n| n.is_empty()) {
-                    continue;
-                }
-                let object = (*event.object).clone();
-                sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(object);
-            }
-        });
-        super::Recorder { states, task }
+        super::Recorder::of_sim_watch(self.sim(), gvr, namespace, name, Value::clone)
     }
 }
 

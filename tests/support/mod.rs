@@ -1,7 +1,9 @@
-//! The one end-to-end harness (TESTING.md): a kube-sim cluster in-process, certificates from
-//! the real binary, the product's CRD and webhook configuration applied with the real
-//! `kubectl`, the real `eviction-autoscaler` binary as a child process, and helpers to read
-//! kube-sim's request log. Every scenario and the demo use it; none copies it.
+//! The one end-to-end harness (TESTING.md): a cluster — kube-sim in-process, or the real
+//! control plane of `tests/cluster/` ([`cluster::ControlPlane`]) — certificates from the real
+//! binary, the product's CRD and webhook configuration applied with the real `kubectl`, the
+//! real `eviction-autoscaler` binary as a child process, and helpers to read the request log
+//! (kube-sim's, or the apiserver's audit log). Every scenario and the demo use it; none
+//! copies it.
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::net::{SocketAddr, TcpListener};
@@ -22,12 +24,21 @@ pub const PRODUCT_ACCOUNT: (&str, &str) = ("eviction-autoscaler", "eviction-auto
 /// The product's User-Agent prefix: how the request log tells its requests apart.
 pub const PRODUCT_AGENT: &str = "eviction-autoscaler/";
 
-/// A cluster (kube-sim), certificates, and at most one product process.
+/// The cluster a test runs on.
+pub enum Cluster {
+    /// kube-sim, in-process.
+    Sim(Server),
+    /// The real control plane, built from the Go modules.
+    Real(cluster::ControlPlane),
+}
+
+/// A cluster, certificates, and at most one product process.
 pub struct Env {
     pub dir: tempfile::TempDir,
-    pub sim: Server,
+    pub cluster: Cluster,
     pub bin: PathBuf,
-    pub webhook_addr: SocketAddr,
+    /// Where the cluster sends admission requests (changed by [`Env::route_webhook_to`]).
+    webhook_addr: std::sync::Mutex<SocketAddr>,
     pub health_addr: SocketAddr,
     pub product: Option<Product>,
     products_started: usize,
@@ -36,18 +47,8 @@ pub struct Env {
     forbidden_expected: std::sync::atomic::AtomicBool,
 }
 
-/// How the simulated cluster is shaped.
-#[derive(Clone, Debug)]
-pub struct ClusterShape {
-    pub nodes: usize,
-    pub pods_per_node: usize,
-}
-
-impl Default for ClusterShape {
-    fn default() -> Self {
-        Self { nodes: 3, pods_per_node: 110 }
-    }
-}
+pub use cluster::ClusterShape;
+pub use recorder::{DeploymentState, Recorder};
 
 /// A loopback address nothing listens on yet (bound then released): where the webhook Service
 /// points before a product starts. Products never use it: they bind port 0 and report theirs,
@@ -64,7 +65,6 @@ impl Env {
     pub async fn start(bin: impl Into<PathBuf>, shape: ClusterShape) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
         let webhook_addr = free_addr();
-        let health_addr = free_addr();
         let behaviour = ClusterBehaviour {
             nodes: shape.nodes,
             pods_per_node: shape.pods_per_node,
@@ -75,12 +75,34 @@ impl Env {
         .with_service_endpoint(SERVICE.0, SERVICE.1, webhook_addr);
         let options = ServerOptions::new(dir.path().join("kubeconfig")).with_behaviour(behaviour);
         let sim = Server::start(options).await.expect("kube-sim starts");
+        Env::prepare(dir, Cluster::Sim(sim), bin.into(), webhook_addr).await
+    }
+
+    /// Starts the real control plane with `shape` (see [`cluster::ControlPlane::start`]), then
+    /// prepares it as [`Env::start`] does; the webhook is reached at a `clientConfig.url` on
+    /// loopback (the Service has no route to a local process).
+    pub async fn start_real(bin: impl Into<PathBuf>, shape: ClusterShape) -> Env {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let plane = tokio::task::spawn_blocking(move || cluster::ControlPlane::start(&shape))
+            .await
+            .expect("the control plane start does not panic");
+        Env::prepare(dir, Cluster::Real(plane), bin.into(), free_addr()).await
+    }
+
+    /// Certificates, the CRD, namespace, ServiceAccount and RBAC of deploy/base, the product's
+    /// kubeconfig (the shipped ServiceAccount's token), and the webhook configuration.
+    async fn prepare(
+        dir: tempfile::TempDir,
+        cluster: Cluster,
+        bin: PathBuf,
+        webhook_addr: SocketAddr,
+    ) -> Env {
         let env = Env {
             dir,
-            sim,
-            bin: bin.into(),
-            webhook_addr,
-            health_addr,
+            cluster,
+            bin,
+            webhook_addr: std::sync::Mutex::new(webhook_addr),
+            health_addr: free_addr(),
             product: None,
             products_started: 0,
             forbidden_expected: Default::default(),
@@ -90,11 +112,34 @@ impl Env {
             env.kubectl_ok(&["apply", "-f", &repo_path(&format!("deploy/base/{manifest}.yaml"))]).await;
         }
         let (namespace, account) = PRODUCT_ACCOUNT;
-        env.sim
-            .write_service_account_kubeconfig(namespace, account, env.product_kubeconfig())
-            .expect("the product's kubeconfig");
+        match &env.cluster {
+            Cluster::Sim(sim) => sim
+                .write_service_account_kubeconfig(namespace, account, env.product_kubeconfig())
+                .expect("the product's kubeconfig"),
+            Cluster::Real(plane) => {
+                plane.write_service_account_kubeconfig(namespace, account, &env.product_kubeconfig())
+            }
+        }
         env.register_webhook().await;
         env
+    }
+
+    /// kube-sim, for the tests that reach into it (its controllers, its request hooks).
+    pub fn sim(&self) -> &Server {
+        match &self.cluster {
+            Cluster::Sim(sim) => sim,
+            Cluster::Real(_) => {
+                panic!("this step needs kube-sim, and the test runs on the real control plane")
+            }
+        }
+    }
+
+    /// The admin kubeconfig of the cluster.
+    pub fn kubeconfig(&self) -> PathBuf {
+        match &self.cluster {
+            Cluster::Sim(sim) => sim.kubeconfig_path().to_owned(),
+            Cluster::Real(plane) => plane.kubeconfig_path(),
+        }
     }
 
     /// This test makes the cluster refuse product writes with 403 on purpose.
@@ -141,7 +186,9 @@ impl Env {
         assert!(status.success(), "eviction-autoscaler certs failed");
     }
 
-    /// Applies `deploy/base/webhook.yaml` with every `caBundle` set to our CA.
+    /// Applies `deploy/base/webhook.yaml` with every `caBundle` set to our CA. On the real
+    /// control plane each webhook's `clientConfig.service` becomes a `url` on loopback at
+    /// `webhook_addr`, with the same path.
     pub async fn register_webhook(&self) {
         use base64::Engine as _;
         let text =
@@ -150,9 +197,29 @@ impl Env {
         let ca = std::fs::read(self.certs_dir().join("ca.crt")).expect("ca.crt");
         let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
         for hook in config["webhooks"].as_array_mut().expect("webhooks") {
-            hook["clientConfig"]["caBundle"] = Value::String(bundle.clone());
+            let client = &mut hook["clientConfig"];
+            client["caBundle"] = Value::String(bundle.clone());
+            if let Cluster::Real(_) = self.cluster {
+                let path = client["service"]["path"].as_str().unwrap_or("/").to_owned();
+                let addr = *self.webhook_addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                client["url"] = Value::String(format!("https://{addr}{path}"));
+                client.as_object_mut().expect("clientConfig").remove("service");
+            }
         }
         self.apply_json(&config).await;
+    }
+
+    /// Points the webhook at `addr`: kube-sim's Service endpoint, or the real apiserver's
+    /// `clientConfig.url`s.
+    pub async fn route_webhook_to(&self, addr: SocketAddr) {
+        *self.webhook_addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = addr;
+        match &self.cluster {
+            Cluster::Sim(sim) => {
+                let behaviour = sim.behaviour().expect("kube-sim runs its controllers");
+                behaviour.set_service_endpoint(SERVICE.0, SERVICE.1, addr);
+            }
+            Cluster::Real(_) => self.register_webhook().await,
+        }
     }
 
     /// Removes the webhook configuration (the apiserver then calls nothing).
@@ -170,8 +237,8 @@ impl Env {
         let mut cmd = self.product_command(&log);
         cmd.args(extra);
         let product = Product::start(cmd, log).await;
-        (self.webhook_addr, self.health_addr) = (product.webhook_addr, product.health_addr);
-        self.route_webhook_to(product.webhook_addr);
+        self.health_addr = product.health_addr;
+        self.route_webhook_to(product.webhook_addr).await;
         self.product = Some(product);
     }
 
@@ -189,17 +256,21 @@ impl Env {
         (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Runs `script` with `sh` as an operator would type it (kubectl as [`Env::kubectl`] runs
+    /// it), stderr merged into stdout: (success, text).
+    pub async fn sh(&self, script: &str) -> (bool, String) {
+        let out = self.command("sh", &["-c", &format!("exec 2>&1\n{script}")], None).await;
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     async fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> Output {
         self.command("kubectl", args, stdin).await
     }
 
     async fn command(&self, program: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
-        let home = self.dir.path().join("home");
         let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args)
-            .env("KUBECONFIG", self.sim.kubeconfig_path())
-            .env("HOME", &home)
-            .env("KUBECACHEDIR", home.join("cache"))
+        self.kubectl_env(cmd.as_std_mut())
+            .args(args)
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -208,6 +279,21 @@ impl Env {
             pipe.write_all(input).await.expect("write kubectl stdin");
         }
         child.wait_with_output().await.expect("kubectl runs")
+    }
+
+    /// What every kubectl the harness runs gets: the cluster's admin kubeconfig, a private
+    /// HOME and discovery cache, and on the real control plane the kubectl of its version
+    /// first on PATH (the machine's kubectl dispatcher ships none inside the skew).
+    pub fn kubectl_env<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        let home = self.dir.path().join("home");
+        cmd.env("KUBECONFIG", self.kubeconfig()).env("HOME", &home).env("KUBECACHEDIR", home.join("cache"));
+        if let Cluster::Real(_) = self.cluster {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut dirs = vec![cluster::bin_dir()];
+            dirs.extend(std::env::split_paths(&path));
+            cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+        }
+        cmd
     }
 
     /// Runs kubectl and fails the test with its stderr if it fails; returns stdout.
@@ -241,9 +327,21 @@ impl Env {
         out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("kubectl -o json"))
     }
 
-    /// Every request kube-sim has seen, in order.
+    /// Every request the cluster has seen, in order of arrival: kube-sim's request log, or
+    /// the real apiserver's audit log.
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.sim.cluster().request_log().records()
+        match &self.cluster {
+            Cluster::Sim(sim) => sim.cluster().request_log().records(),
+            Cluster::Real(plane) => plane.requests(),
+        }
+    }
+
+    /// The real apiserver's audit events (JSON), in order of arrival.
+    pub fn audit_events(&self) -> Vec<Value> {
+        match &self.cluster {
+            Cluster::Real(plane) => plane.audit_events(),
+            Cluster::Sim(_) => panic!("kube-sim keeps a request log, not an audit log"),
+        }
     }
 
     /// Writes (create/update/patch/delete) made by the product.
@@ -262,64 +360,6 @@ impl Env {
     /// The product's `/metrics` text.
     pub async fn metrics(&self) -> String {
         http_get(self.health_addr, "/metrics").await.map(|(_, body)| body).unwrap_or_default()
-    }
-}
-
-/// Every state a Deployment went through, as seen by an in-process watch (no sample is
-/// missed, unlike polling).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct DeploymentState {
-    pub replicas: i64,
-    pub ready: i64,
-    pub annotations: serde_json::Map<String, Value>,
-}
-
-impl Env {
-    /// Starts recording every change of Deployment `namespace/name`.
-    pub fn record_deployment(&self, namespace: &str, name: &str) -> Recorder<DeploymentState> {
-        use futures::StreamExt as _;
-        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let opts = kube_sim::WatchOptions {
-            field_selector: Some(format!("metadata.name={name}")),
-            timeout: Some(Duration::from_secs(3600)),
-            ..Default::default()
-        };
-        let mut stream = self
-            .sim
-            .cluster()
-            .watch(&kube_sim::Gvr::new("apps", "v1", "deployments"), Some(namespace), &opts)
-            .expect("watch deployments");
-        let sink = states.clone();
-        let task = tokio::spawn(async move {
-            while let Some(event) = stream.next().await {
-                let o = &event.object;
-                let state = DeploymentState {
-                    replicas: o["spec"]["replicas"].as_i64().unwrap_or(1),
-                    ready: o["status"]["readyReplicas"].as_i64().unwrap_or(0),
-                    annotations: o["metadata"]["annotations"].as_object().cloned().unwrap_or_default(),
-                };
-                sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(state);
-            }
-        });
-        Recorder { states, task }
-    }
-}
-
-/// States collected by a background watch; stops when dropped.
-pub struct Recorder<T> {
-    states: std::sync::Arc<std::sync::Mutex<Vec<T>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl<T: Clone> Recorder<T> {
-    pub fn states(&self) -> Vec<T> {
-        self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
-    }
-}
-
-impl<T> Drop for Recorder<T> {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -382,8 +422,16 @@ impl Product {
     }
 }
 
+/// Set to keep every test directory (product logs, certificates; the control plane's logs and
+/// audit log) for a look after the test: their paths are printed.
+pub const KEEP_DIRS: &str = "E2E_KEEP_DIRS";
+
 impl Drop for Env {
     fn drop(&mut self) {
+        if std::env::var_os(KEEP_DIRS).is_some() {
+            let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
+            eprintln!("test files kept in {}", dir.keep().display());
+        }
         if std::thread::panicking() || self.forbidden_expected.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
@@ -496,11 +544,16 @@ pub fn namespace(name: &str, annotations: &[(&str, &str)]) -> String {
 impl Env {
     /// Waits until Deployment `namespace/name` has `replicas` Ready replicas.
     pub async fn wait_ready(&self, namespace: &str, name: &str, replicas: i64) {
-        let gvr = kube_sim::Gvr::new("apps", "v1", "deployments");
-        let cluster = self.sim.cluster().clone();
-        wait_for(&format!("{namespace}/{name} to have {replicas} Ready replicas"), Duration::from_secs(60), || {
-            let d = cluster.get(&gvr, Some(namespace), name).ok();
-            async move { d.filter(|d| d["status"]["readyReplicas"].as_i64() == Some(replicas)).map(|_| ()) }
+        let what = format!("{namespace}/{name} to have {replicas} Ready replicas");
+        wait_for(&what, Duration::from_secs(60), || async move {
+            let d = match &self.cluster {
+                Cluster::Sim(sim) => {
+                    let gvr = kube_sim::Gvr::new("apps", "v1", "deployments");
+                    sim.cluster().get(&gvr, Some(namespace), name).ok().map(|d| (*d).clone())
+                }
+                Cluster::Real(_) => self.get(&["deployment", "-n", namespace, name]).await,
+            };
+            d.filter(|d| d["status"]["readyReplicas"].as_i64() == Some(replicas)).map(|_| ())
         })
         .await;
     }
@@ -533,9 +586,11 @@ impl Env {
     }
 }
 pub mod autoscalers;
+pub mod cluster;
 pub mod extra;
 pub mod install;
 pub mod metrics;
 pub mod pdbs;
 pub mod rbac;
+pub mod recorder;
 pub mod scenario;

@@ -44,7 +44,7 @@ impl Env {
     /// Every PDB in `namespace` (all namespaces when empty), from kube-sim's store.
     pub fn pdbs(&self, namespace: &str) -> Vec<Value> {
         let ns = (!namespace.is_empty()).then_some(namespace);
-        self.sim
+        self.sim()
             .cluster()
             .list(&pdb_gvr(), ns, &kube_sim::ListOptions::default())
             .map(|l| l.items.iter().map(|o| (**o).clone()).collect())
@@ -64,7 +64,7 @@ impl Env {
 
     /// PDB `namespace/name`, if it exists.
     pub fn pdb_object(&self, namespace: &str, name: &str) -> Option<Value> {
-        self.sim.cluster().get(&pdb_gvr(), Some(namespace), name).ok().map(|o| (*o).clone())
+        self.sim().cluster().get(&pdb_gvr(), Some(namespace), name).ok().map(|o| (*o).clone())
     }
 
     /// Waits until PDB `namespace/name` exists and satisfies `accept`; returns it.
@@ -137,7 +137,7 @@ impl Env {
         use futures::StreamExt as _;
         let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Added>::new()));
         let opts = kube_sim::WatchOptions { timeout: Some(Duration::from_secs(3600)), ..Default::default() };
-        let mut stream = self.sim.cluster().watch(gvr, Some(namespace), &opts).expect("watch");
+        let mut stream = self.sim().cluster().watch(gvr, Some(namespace), &opts).expect("watch");
         let sink = states.clone();
         let task = tokio::spawn(async move {
             while let Some(event) = stream.next().await {
@@ -158,7 +158,7 @@ impl Env {
                 }
             }
         });
-        Recorder { states, task }
+        Recorder::of_task(states, task)
     }
 
     /// Records every state of the PDBs in `namespace` (name, `spec.minAvailable`).
@@ -166,7 +166,7 @@ impl Env {
         use futures::StreamExt as _;
         let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let opts = kube_sim::WatchOptions { timeout: Some(Duration::from_secs(3600)), ..Default::default() };
-        let mut stream = self.sim.cluster().watch(&pdb_gvr(), Some(namespace), &opts).expect("watch PDBs");
+        let mut stream = self.sim().cluster().watch(&pdb_gvr(), Some(namespace), &opts).expect("watch PDBs");
         let sink = states.clone();
         let task = tokio::spawn(async move {
             while let Some(event) = stream.next().await {
@@ -177,7 +177,7 @@ impl Env {
                     .push((name, o["spec"]["minAvailable"].clone()));
             }
         });
-        Recorder { states, task }
+        Recorder::of_task(states, task)
     }
 }
 

@@ -1,0 +1,32 @@
+//! `make cluster`: starts the real control plane of `tests/cluster/` on loopback (the one the
+//! end-to-end tests use), prints how to reach it, and stops everything on Ctrl-C.
+//!
+//! `NODES=5 PODS_PER_NODE=20 make cluster` shapes it.
+
+// The tests' launcher; the audit-log readers it also has are for the tests.
+#[allow(dead_code)]
+#[path = "../tests/support/cluster.rs"]
+mod cluster;
+
+fn number(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let shape =
+        cluster::ClusterShape { nodes: number("NODES", 3), pods_per_node: number("PODS_PER_NODE", 110) };
+    eprintln!("starting the control plane {} with {} nodes ...", cluster::kube_version(), shape.nodes);
+    let plane = cluster::ControlPlane::start(&shape);
+    println!(
+        "The control plane is up at {}.\n\n  export KUBECONFIG={}\n  alias kubectl={}\n  kubectl get nodes\n\n\
+         Audit log (JSON lines): {}\nComponent logs: next to it (etcd.log, kube-apiserver.log, ...).\n\
+         Press Ctrl-C to stop every process.",
+        plane.server,
+        plane.kubeconfig_path().display(),
+        cluster::kubectl_path().display(),
+        plane.audit_log_path().display(),
+    );
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("stopping ...");
+}

@@ -1,0 +1,197 @@
+//! The mission's core scenario and the seed's verification steps on the real control plane
+//! (tests/cluster/: kube-apiserver, etcd, kube-controller-manager, kube-scheduler built from
+//! their Go modules, kwok as the kubelets), with the kubectl of the same version. The audit
+//! log is the request log.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use serde_json::Value;
+use support::metrics::metric_sum;
+use support::scenario::{SURGE_KEYS, wait_state};
+use support::{ClusterShape, Env, PRODUCT_AGENT, cluster, deployment, namespace, pdb, wait_for};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_drain_completes_on_real_kubernetes_and_the_deployment_reverts() {
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let version: Value =
+        serde_json::from_str(&env.kubectl_ok(&["version", "-o", "json"]).await).expect("JSON");
+    assert_eq!(version["serverVersion"]["gitVersion"], cluster::kube_version().as_str(), "{version}");
+    assert_eq!(version["clientVersion"]["gitVersion"], cluster::kube_version().as_str(), "{version}");
+
+    env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
+    env.apply(&namespace("demo", &[])).await;
+    env.apply(&deployment("demo", "web", 1, &[])).await;
+    env.apply(&pdb("demo", "web", "web", serde_json::json!({"minAvailable": 1}))).await;
+    env.wait_ready("demo", "web", 1).await;
+    wait_for("the PDB to allow 0 disruptions", Duration::from_secs(60), || async {
+        let p = env.get(&["pdb", "-n", "demo", "web"]).await?;
+        (p["status"]["observedGeneration"] == 1 && p["status"]["disruptionsAllowed"] == 0).then_some(())
+    })
+    .await;
+    let history = env.record_deployment("demo", "web");
+
+    let node = env.node_of("demo", "web").await;
+    let (drained, output) = env
+        .kubectl_combined(&[
+            "drain",
+            &node,
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--timeout=120s",
+        ])
+        .await;
+    assert!(drained, "drain failed:\n{output}\n--- product log ---\n{}", env.product_log());
+    assert!(output.contains("Cannot evict pod as it would violate the pod's disruption budget"), "{output}");
+
+    wait_state(&history, "the revert to 1 replica without surge annotations", Duration::from_secs(60), |s| {
+        s.replicas == 1 && SURGE_KEYS.iter().all(|k| !s.annotations.contains_key(*k))
+    })
+    .await;
+    let states = history.states();
+    assert!(states.iter().all(|s| s.ready >= 1), "Ready replicas dropped below 1: {states:?}");
+    assert_eq!(
+        states.iter().map(|s| s.replicas).max(),
+        Some(2),
+        "surged by the one displaced pod: {states:?}"
+    );
+
+    // The audit log, in order of arrival: the real 429, the surge, the eviction, the revert.
+    let story: Vec<String> = env
+        .requests()
+        .into_iter()
+        .filter_map(|r| match (r.subresource.as_str(), r.resource.as_str()) {
+            ("eviction", _) => Some(format!("eviction {}", r.code)),
+            ("", "deployments") if r.user_agent.starts_with(PRODUCT_AGENT) && r.is_write() => {
+                Some(format!("product {} deployment {}", r.verb, r.code))
+            }
+            _ => None,
+        })
+        .collect();
+    let first_429 = story.iter().position(|s| s == "eviction 429");
+    let writes: Vec<usize> =
+        story.iter().enumerate().filter(|(_, s)| s.starts_with("product ")).map(|(i, _)| i).collect();
+    let evicted = story.iter().position(|s| s == "eviction 201");
+    assert!(
+        writes.len() == 2
+            && first_429.is_some_and(|i| i < writes[0])
+            && evicted.is_some_and(|i| writes[0] < i && i < writes[1])
+            && story[writes[0]].ends_with(" 200")
+            && story[writes[1]].ends_with(" 200"),
+        "expected 429, surge, 201, revert: {story:#?}"
+    );
+    // The surge as written, from its audited request body.
+    let surge = env
+        .audit_events()
+        .into_iter()
+        .find(|e| {
+            let by_product = e["userAgent"].as_str().is_some_and(|a| a.starts_with(PRODUCT_AGENT));
+            by_product && e["objectRef"]["resource"] == "deployments" && e["verb"] == "patch"
+        })
+        .expect("the surge write is audited");
+    assert_eq!(surge["requestObject"]["spec"]["replicas"], 2, "{surge}");
+
+    // The apiserver called the webhook over verified TLS for every eviction, before its PDB
+    // check, and never failed open.
+    let evictions = story.iter().filter(|s| s.starts_with("eviction ")).count();
+    let signals = metric_sum(&env.metrics().await, "eviction_autoscaler_webhook_signals_emitted_total", &[]);
+    assert_eq!(signals, evictions as f64, "one webhook call per eviction: {story:#?}");
+    let failed_open: Vec<Value> = env
+        .audit_events()
+        .into_iter()
+        .filter(|e| {
+            e["annotations"].as_object().is_some_and(|a| a.keys().any(|k| k.starts_with("failed-open")))
+        })
+        .collect();
+    assert!(failed_open.is_empty(), "webhook calls failed open: {failed_open:#?}");
+}
+
+/// The seed's "验证安装" (verify the installation), in its cluster-wide mode with
+/// `controllerConfig.pdb.create=true controllerConfig.namespaces.enabledByDefault=true`, every
+/// command typed exactly as the document prints it (`<namespace>` = shop, `<app-label>` = web).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seeds_verification_steps_hold_cluster_wide_with_pdb_creation() {
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let config = env.dir.path().join("controller-config.yaml");
+    std::fs::write(
+        &config,
+        "controllerConfig:\n  pdb:\n    create: true\n  namespaces:\n    enabledByDefault: true\n",
+    )
+    .expect("write the config file");
+    let config_flag = format!("--config={}", config.display());
+    env.start_product(&[&config_flag, "--cooldown=2s", "--signal-window=10s"]).await;
+    env.apply(&namespace("shop", &[])).await;
+    env.apply(&deployment("shop", "web", 2, &[])).await;
+    env.wait_ready("shop", "web", 2).await;
+    let pdb_name = "web-eviction-autoscaler";
+    wait_for("the default PDB to allow 0 disruptions", Duration::from_secs(60), || async {
+        let p = env.get(&["pdb", "-n", "shop", pdb_name]).await?;
+        (p["status"]["observedGeneration"] == 1 && p["status"]["disruptionsAllowed"] == 0).then_some(())
+    })
+    .await;
+
+    // 1. The PDBs the extension created.
+    let (found, listing) = env.sh("kubectl get pdb -A -o custom-columns=NAME:.metadata.name,NAMESPACE:.metadata.namespace,MIN-AVAILABLE:.spec.minAvailable,OWNER:.metadata.annotations.ownedBy | grep EvictionAutoScaler").await;
+    let columns: Vec<Vec<&str>> = listing.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert!(
+        found && columns == [vec![pdb_name, "shop", "2", "EvictionAutoScaler"]],
+        "step 1 shows:\n{listing}"
+    );
+
+    // 2. The custom resources (the controller creates the EvictionAutoScaler once it has
+    // seen the PDB).
+    wait_for("step 2 to list the EvictionAutoScaler", Duration::from_secs(60), || async {
+        let (listed, resources) = env.sh("kubectl get evictionautoscalers --all-namespaces").await;
+        let rows: Vec<Vec<String>> = resources
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().take(3).map(str::to_owned).collect())
+            .collect();
+        (listed && rows == [vec!["shop".to_owned(), pdb_name.to_owned(), "web".to_owned()]]).then_some(())
+    })
+    .await;
+
+    // 3. The cordon test.
+    let history = env.record_deployment("shop", "web");
+    let node_query = "kubectl get pods -n shop -l app=web -o=jsonpath='{.items[0].spec.nodeName}'";
+    let (cordoned, text) = env.sh(&format!("NODE=$({node_query})\nkubectl cordon $NODE")).await;
+    assert!(cordoned && text.contains("cordoned"), "kubectl cordon: {text}");
+    let node = text.split_whitespace().next().unwrap_or_default().trim_start_matches("node/").to_owned();
+    // "Check that the deployment scaled up" and "Verify PDB allowed disruptions".
+    wait_state(&history, "the Deployment scaled up to 3 Ready replicas", Duration::from_secs(60), |s| {
+        s.replicas == 3 && s.ready == 3
+    })
+    .await;
+    let (_, pods) = env.sh("kubectl get pods -n shop").await;
+    let running = pods.lines().filter(|l| l.starts_with("web-") && l.contains("Running")).count();
+    assert_eq!(running, 3, "kubectl get pods -n shop shows:\n{pods}");
+    let allowed = wait_for("the PDB to allow a disruption", Duration::from_secs(60), || async {
+        let (_, yaml) = env.sh(&format!("kubectl get poddisruptionbudget {pdb_name} -n shop -o yaml")).await;
+        let value: Value = serde_saphyr::from_str(&yaml).ok()?;
+        let allowed = value["status"]["disruptionsAllowed"].as_i64().filter(|a| *a > 0)?;
+        Some((allowed, yaml))
+    })
+    .await;
+    assert_eq!(allowed.0, 1, "{}", allowed.1);
+    // "Watch for automatic PDB management events": why it scaled.
+    let (sorted, events) = env.sh("kubectl get events -n shop --sort-by='.lastTimestamp'").await;
+    let ours = |reason: &str| events.lines().any(|l| l.contains(reason) && l.contains("deployment/web"));
+    assert!(sorted && ours("PDBCreated") && ours("SurgeStarted"), "the Events listing shows:\n{events}");
+
+    // After verification, uncordon: back to the baseline.
+    let (uncordoned, text) = env.sh(&format!("NODE={node}\nkubectl uncordon $NODE")).await;
+    assert!(uncordoned && text.contains("uncordoned"), "kubectl uncordon: {text}");
+    wait_state(
+        &history,
+        "the Deployment back to 2 replicas without surge annotations",
+        Duration::from_secs(60),
+        |s| s.replicas == 2 && s.ready == 2 && SURGE_KEYS.iter().all(|k| !s.annotations.contains_key(*k)),
+    )
+    .await;
+    let states = history.states();
+    assert!(states.iter().all(|s| s.ready >= 2), "Ready replicas dropped below the baseline: {states:?}");
+}

@@ -1,0 +1,537 @@
+//! The real control plane (`tests/cluster/`): etcd, kube-apiserver, kube-controller-manager,
+//! kube-scheduler and kwok (the kubelets), built from their published Go modules by
+//! `tests/cluster/build.sh` into `target/cluster/<version>/`, started on loopback for one test
+//! and stopped by PID when dropped.
+//!
+//! Real settings, as a cluster an operator runs: RBAC + Node authorization, the default
+//! admission plugins (webhooks included), a ServiceAccount issuer and signing key (TokenRequest
+//! and `kubectl create token` work), static-token users, and an audit log (JSON lines) that
+//! serves as the request log. The controllers act as their own ServiceAccounts
+//! (`--use-service-account-credentials`), as kubeadm sets them up.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube_sim::RequestRecord;
+use serde_json::{Value, json};
+
+/// Controllers the tests rely on: workloads, PDB status, garbage collection, namespaces,
+/// ServiceAccounts and their tokens, node health (nodes keep their not-ready taint without
+/// it), endpoints, the root CA ConfigMap, Jobs, HPAs, and the aggregated admin/edit/view roles.
+const CONTROLLERS: &str = "deployment-controller,replicaset-controller,disruption-controller,\
+garbage-collector-controller,namespace-controller,serviceaccount-controller,\
+serviceaccount-token-controller,node-lifecycle-controller,endpointslice-controller,\
+root-ca-certificate-publisher-controller,job-controller,horizontal-pod-autoscaler-controller,\
+clusterrole-aggregation-controller";
+
+/// Every request at Metadata level; writes to the objects the product acts on also with their
+/// request body, so a test can read what was written (e.g. the surge's replicas).
+const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch", "delete"]
+  resources:
+  - group: "apps"
+    resources: ["deployments", "deployments/scale"]
+  - group: "policy"
+    resources: ["poddisruptionbudgets"]
+  - group: ""
+    resources: ["pods/eviction"]
+- level: Metadata
+"#;
+
+/// The admin user of the static token file (group `system:masters`).
+pub const ADMIN_USER: &str = "admin";
+
+/// How many nodes, and how many pods each holds.
+#[derive(Clone, Debug)]
+pub struct ClusterShape {
+    pub nodes: usize,
+    pub pods_per_node: usize,
+}
+
+impl Default for ClusterShape {
+    fn default() -> Self {
+        Self { nodes: 3, pods_per_node: 110 }
+    }
+}
+
+/// Where the control plane's binaries are: `$CLUSTER_BIN_DIR`, else
+/// `target/cluster/<KUBE_VERSION>/` (the version from `tests/cluster/versions.env`).
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CLUSTER_BIN_DIR") {
+        return dir.into();
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cluster").join(kube_version())
+}
+
+/// `KUBE_VERSION` from `tests/cluster/versions.env`: the one place the version is set.
+pub fn kube_version() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/versions.env");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    text.lines()
+        .find_map(|l| l.strip_prefix("KUBE_VERSION="))
+        .map(|v| v.trim().to_owned())
+        .unwrap_or_else(|| panic!("{} sets no KUBE_VERSION", path.display()))
+}
+
+/// The `kubectl` built at the control plane's version (never the machine's: see
+/// tests/cluster/README.md).
+pub fn kubectl_path() -> PathBuf {
+    bin_dir().join("kubectl")
+}
+
+/// A running control plane.
+pub struct ControlPlane {
+    dir: tempfile::TempDir,
+    /// Started processes, in start order (stopped in reverse).
+    processes: Vec<(&'static str, Child)>,
+    /// `https://127.0.0.1:<port>`.
+    pub server: String,
+    /// PEM of the CA that signed the apiserver's serving certificate.
+    pub ca_pem: String,
+    tokens: Vec<(String, String)>,
+}
+
+impl ControlPlane {
+    /// Starts etcd, the apiserver, the controller-manager, the scheduler and kwok with `shape`
+    /// nodes, and waits until `/readyz` is green and every node is Ready and untainted. A port
+    /// taken by a parallel test between picking and binding is retried with new ports.
+    pub fn start(shape: &ClusterShape) -> ControlPlane {
+        let bins = bin_dir();
+        for bin in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl"]
+        {
+            assert!(
+                bins.join(bin).is_file(),
+                "{} is missing: build the control plane first (`make cluster-build`, tests/cluster/build.sh)",
+                bins.join(bin).display()
+            );
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::try_start(shape) {
+                Ok(plane) => return plane,
+                Err(e) if attempt < 3 && e.contains("address already in use") => continue,
+                Err(e) => panic!("the control plane did not start: {e}"),
+            }
+        }
+    }
+
+    fn try_start(shape: &ClusterShape) -> Result<ControlPlane, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let pki = write_pki(dir.path());
+        let tokens: Vec<(String, String)> =
+            ["admin", "system:kube-controller-manager", "system:kube-scheduler", "kwok"]
+                .iter()
+                .map(|user| ((*user).to_owned(), random_token()))
+                .collect();
+        let token_file: String = tokens
+            .iter()
+            .map(|(user, token)| {
+                let groups = if user == ADMIN_USER || user == "kwok" { "system:masters" } else { "" };
+                format!("{token},{user},{user},\"{groups}\"\n")
+            })
+            .collect();
+        write(&dir.path().join("tokens.csv"), &token_file);
+        write(&dir.path().join("audit-policy.yaml"), AUDIT_POLICY);
+        let [etcd_port, peer_port, api_port] = free_ports();
+        let server = format!("https://127.0.0.1:{api_port}");
+        let mut plane = ControlPlane { dir, processes: Vec::new(), server, ca_pem: pki.ca_pem, tokens };
+        let d = plane.dir.path().to_owned();
+        let path = |name: &str| d.join(name).display().to_string();
+
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        plane.spawn(
+            "etcd",
+            &[
+                "--name=default",
+                &format!("--data-dir={}", path("etcd")),
+                &format!("--listen-client-urls={etcd_url}"),
+                &format!("--advertise-client-urls={etcd_url}"),
+                &format!("--listen-peer-urls={peer_url}"),
+                &format!("--initial-advertise-peer-urls={peer_url}"),
+                &format!("--initial-cluster=default={peer_url}"),
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )?;
+        plane.wait("etcd /health", Duration::from_secs(30), |_| {
+            http_ok(&format!("127.0.0.1:{etcd_port}"), "/health")
+        })?;
+
+        plane.spawn(
+            "kube-apiserver",
+            &[
+                &format!("--etcd-servers={etcd_url}"),
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                // A loopback advertise address stops the default reconciler at start.
+                "--endpoint-reconciler-type=none",
+                &format!("--secure-port={api_port}"),
+                &format!("--tls-cert-file={}", path("apiserver.crt")),
+                &format!("--tls-private-key-file={}", path("apiserver.key")),
+                &format!("--client-ca-file={}", path("ca.crt")),
+                &format!("--token-auth-file={}", path("tokens.csv")),
+                "--authorization-mode=Node,RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                &format!("--service-account-key-file={}", path("sa.pub")),
+                &format!("--service-account-signing-key-file={}", path("sa.key")),
+                "--service-cluster-ip-range=10.96.0.0/16",
+                &format!("--audit-policy-file={}", path("audit-policy.yaml")),
+                &format!("--audit-log-path={}", path("audit.log")),
+                "--audit-log-format=json",
+                "--audit-log-mode=blocking",
+                "--audit-log-maxsize=0",
+                "--allow-privileged=true",
+                "--profiling=false",
+            ],
+        )?;
+        plane.write_kubeconfig("admin.kubeconfig", ADMIN_USER);
+        plane.wait("kube-apiserver /readyz", Duration::from_secs(120), |p| {
+            p.kubectl(&["get", "--raw", "/readyz"]).is_ok_and(|out| out.trim() == "ok")
+        })?;
+
+        let kcm = plane.write_kubeconfig("kcm.kubeconfig", "system:kube-controller-manager");
+        plane.spawn(
+            "kube-controller-manager",
+            &[
+                &format!("--kubeconfig={}", kcm.display()),
+                &format!("--controllers={CONTROLLERS}"),
+                "--use-service-account-credentials=true",
+                &format!("--service-account-private-key-file={}", path("sa.key")),
+                &format!("--root-ca-file={}", path("ca.crt")),
+                "--leader-elect=false",
+                "--secure-port=0",
+                // Keeps replicas within min/max every 2 s, even without metrics.
+                "--horizontal-pod-autoscaler-sync-period=2s",
+                "--kube-api-qps=100",
+                "--kube-api-burst=200",
+            ],
+        )?;
+        let scheduler = plane.write_kubeconfig("scheduler.kubeconfig", "system:kube-scheduler");
+        plane.spawn(
+            "kube-scheduler",
+            &[
+                &format!("--kubeconfig={}", scheduler.display()),
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--kube-api-qps=100",
+                "--kube-api-burst=200",
+            ],
+        )?;
+
+        plane.create_nodes(shape)?;
+        let kwok = plane.write_kubeconfig("kwok.kubeconfig", "kwok");
+        let stages = bin_dir().join("kwok-stages.yaml");
+        plane.spawn(
+            "kwok",
+            &[
+                &format!("--kubeconfig={}", kwok.display()),
+                &format!("--config={}", stages.display()),
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                "--node-lease-duration-seconds=40",
+                "--server-address=",
+            ],
+        )?;
+        let nodes = shape.nodes;
+        plane.wait("every node Ready and untainted", Duration::from_secs(120), |p| {
+            let Ok(out) = p.kubectl(&["get", "nodes", "-o", "json"]) else { return false };
+            let list: Value = serde_json::from_str(&out).unwrap_or_default();
+            let items = list["items"].as_array().cloned().unwrap_or_default();
+            items.len() == nodes
+                && items.iter().all(|n| {
+                    let ready = n["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+                    ready && n["spec"]["taints"].as_array().is_none_or(Vec::is_empty)
+                })
+        })?;
+        // Pods need their namespace's `default` ServiceAccount; the first test namespace would
+        // otherwise race the controller that makes it.
+        plane.wait("the default ServiceAccount", Duration::from_secs(60), |p| {
+            p.kubectl(&["get", "serviceaccount", "default", "-n", "default"]).is_ok()
+        })?;
+        Ok(plane)
+    }
+
+    /// The admin kubeconfig (user `admin`, group `system:masters`).
+    pub fn kubeconfig_path(&self) -> PathBuf {
+        self.dir.path().join("admin.kubeconfig")
+    }
+
+    /// The audit log file.
+    pub fn audit_log_path(&self) -> PathBuf {
+        self.dir.path().join("audit.log")
+    }
+
+    /// Writes a kubeconfig for `user` of the static token file; returns its path.
+    fn write_kubeconfig(&self, name: &str, user: &str) -> PathBuf {
+        let token = &self.tokens.iter().find(|(u, _)| u == user).expect("a token user").1;
+        let path = self.dir.path().join(name);
+        write(&path, &kubeconfig(&self.server, &self.ca_pem, user, token));
+        path
+    }
+
+    /// Writes a kubeconfig at `path` that authenticates as ServiceAccount `namespace/account`
+    /// with a token from the TokenRequest API (`kubectl create token`), valid for a day.
+    pub fn write_service_account_kubeconfig(&self, namespace: &str, account: &str, path: &Path) {
+        let token = self
+            .kubectl(&["create", "token", account, "-n", namespace, "--duration=24h"])
+            .unwrap_or_else(|e| panic!("kubectl create token {namespace}/{account}: {e}"));
+        let user = format!("system:serviceaccount:{namespace}:{account}");
+        write(path, &kubeconfig(&self.server, &self.ca_pem, &user, token.trim()));
+    }
+
+    /// Every audit event so far, in the order the apiserver received the requests.
+    pub fn audit_events(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.audit_log_path()).unwrap_or_default();
+        let mut events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        events.sort_by(|a, b| {
+            let at = |e: &Value| e["requestReceivedTimestamp"].as_str().unwrap_or_default().to_owned();
+            at(a).cmp(&at(b))
+        });
+        events
+    }
+
+    /// The audit log as request records (one per request: a watch when it started, anything
+    /// else when it completed), in order of arrival.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.audit_events()
+            .iter()
+            .filter(|e| match e["stage"].as_str() {
+                Some("ResponseStarted") => e["verb"] == "watch",
+                Some("ResponseComplete") => e["verb"] != "watch",
+                _ => false,
+            })
+            .enumerate()
+            .map(|(i, e)| request_record(i as u64 + 1, e))
+            .collect()
+    }
+
+    /// Runs this version's kubectl as admin: stdout, or stdout and stderr as the error.
+    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new(kubectl_path())
+            .args(args)
+            .env("KUBECONFIG", self.kubeconfig_path())
+            .env("HOME", self.dir.path())
+            .env("KUBECACHEDIR", self.dir.path().join("kubectl-cache"))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("run {}: {e}", kubectl_path().display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() {
+            Ok(stdout)
+        } else {
+            Err(format!("kubectl {}: {stdout}{}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
+        }
+    }
+
+    /// Nodes `node-1` … `node-N`, managed by kwok (its annotation), each holding
+    /// `pods_per_node` pods.
+    fn create_nodes(&self, shape: &ClusterShape) -> Result<(), String> {
+        let nodes: Vec<Value> = (1..=shape.nodes)
+            .map(|i| {
+                let name = format!("node-{i}");
+                let capacity = json!({"cpu": "32", "memory": "256Gi", "pods": shape.pods_per_node.to_string()});
+                json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {
+                        "name": name,
+                        "annotations": {"kwok.x-k8s.io/node": "fake"},
+                        "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok"}
+                    },
+                    "status": {"capacity": capacity, "allocatable": capacity}
+                })
+            })
+            .collect();
+        let file = self.dir.path().join("nodes.json");
+        write(&file, &json!({"apiVersion": "v1", "kind": "List", "items": nodes}).to_string());
+        self.kubectl(&["create", "-f", &file.display().to_string()]).map(drop)
+    }
+
+    fn spawn(&mut self, name: &'static str, args: &[&str]) -> Result<(), String> {
+        let log =
+            std::fs::File::create(self.dir.path().join(format!("{name}.log"))).map_err(|e| e.to_string())?;
+        let child = Command::new(bin_dir().join(name))
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("HOME", self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("start {name}: {e}"))?;
+        self.processes.push((name, child));
+        Ok(())
+    }
+
+    /// The tail of a component's log (for failure messages).
+    pub fn log_tail(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// Polls `ready` every 200 ms until it holds; fails with the log of the first component
+    /// that exited, or after `timeout`.
+    fn wait(&mut self, what: &str, timeout: Duration, ready: impl Fn(&Self) -> bool) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if ready(self) {
+                return Ok(());
+            }
+            for (name, child) in &mut self.processes {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let name = *name;
+                    return Err(format!(
+                        "{name} exited ({status}) while waiting for {what}:\n{}",
+                        self.log_tail(name)
+                    ));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("timed out after {timeout:?} waiting for {what}"));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for ControlPlane {
+    /// Stops every process by PID, the last started first: SIGTERM, then SIGKILL after 10 s.
+    fn drop(&mut self) {
+        for (_, child) in self.processes.iter_mut().rev() {
+            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline && !matches!(child.try_wait(), Ok(Some(_))) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        // E2E_KEEP_DIRS (see the harness): the logs and the audit log stay for a look.
+        if std::env::var_os("E2E_KEEP_DIRS").is_some() {
+            let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
+            eprintln!("control plane files kept in {}", dir.keep().display());
+        }
+    }
+}
+
+/// One audit event as the request log's record.
+fn request_record(seq: u64, e: &Value) -> RequestRecord {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let uri = text(&e["requestURI"]);
+    let (path, query) =
+        uri.split_once('?').map_or((uri.clone(), String::new()), |(p, q)| (p.to_owned(), q.to_owned()));
+    let verb = text(&e["verb"]);
+    let method = match verb.as_str() {
+        "create" => "POST",
+        "update" => "PUT",
+        "patch" => "PATCH",
+        "delete" | "deletecollection" => "DELETE",
+        _ => "GET",
+    };
+    let object = &e["objectRef"];
+    RequestRecord {
+        seq,
+        timestamp: text(&e["requestReceivedTimestamp"]),
+        method: method.to_owned(),
+        path,
+        query,
+        verb,
+        group: text(&object["apiGroup"]),
+        resource: text(&object["resource"]),
+        subresource: text(&object["subresource"]),
+        namespace: text(&object["namespace"]),
+        name: text(&object["name"]),
+        user_agent: text(&e["userAgent"]),
+        accept: String::new(),
+        content_type: String::new(),
+        user: text(&e["user"]["username"]),
+        code: e["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,
+    }
+}
+
+struct Pki {
+    ca_pem: String,
+}
+
+/// A CA, the apiserver's serving certificate (IP SAN 127.0.0.1), and the ServiceAccount
+/// signing key pair, written into `dir`.
+fn write_pki(dir: &Path) -> Pki {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "test-cluster-ca");
+    let ca = ca_params.self_signed(&ca_key).expect("CA certificate");
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+
+    let key = KeyPair::generate().expect("serving key");
+    let mut params = CertificateParams::new(vec![
+        "localhost".to_owned(),
+        "kubernetes".to_owned(),
+        "kubernetes.default.svc".to_owned(),
+    ])
+    .expect("serving params");
+    params.subject_alt_names.push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+    params.distinguished_name.push(rcgen::DnType::CommonName, "kube-apiserver");
+    let serving = params.signed_by(&key, &issuer).expect("serving certificate");
+
+    let sa = KeyPair::generate().expect("ServiceAccount key");
+    write(&dir.join("ca.crt"), &ca.pem());
+    write(&dir.join("apiserver.crt"), &serving.pem());
+    write(&dir.join("apiserver.key"), &key.serialize_pem());
+    write(&dir.join("sa.key"), &sa.serialize_pem());
+    write(&dir.join("sa.pub"), &sa.public_key_pem());
+    Pki { ca_pem: ca.pem() }
+}
+
+fn kubeconfig(server: &str, ca_pem: &str, user: &str, token: &str) -> String {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "test", "cluster": {"server": server, "certificate-authority-data": ca}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "test", "context": {"cluster": "test", "user": user}}],
+        "current-context": "test"
+    })
+    .to_string()
+}
+
+/// Three loopback ports that were free a moment ago (a clash is retried by [`ControlPlane::start`]).
+fn free_ports() -> [u16; 3] {
+    let listeners: Vec<std::net::TcpListener> =
+        (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")).collect();
+    let port = |i: usize| listeners[i].local_addr().expect("local addr").port();
+    [port(0), port(1), port(2)]
+}
+
+fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).expect("/dev/urandom");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A plain-HTTP GET answered 200.
+fn http_ok(addr: &str, path: &str) -> bool {
+    use std::io::Write as _;
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else { return false };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut response = String::new();
+    stream.write_all(request.as_bytes()).is_ok()
+        && stream.read_to_string(&mut response).is_ok()
+        && response.split_whitespace().nth(1) == Some("200")
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
