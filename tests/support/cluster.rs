@@ -367,6 +367,20 @@ impl ControlPlane {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("start {name}: {e}"))?;
+        // A test process killed outright (a nextest timeout, SIGKILL) runs no Drop: a watchdog
+        // stops the component once the test process is gone, so no apiserver outlives its test.
+        let watchdog = format!(
+            "while kill -0 {test} 2>/dev/null && kill -0 {pid} 2>/dev/null; do sleep 1; done; kill -9 {pid} 2>/dev/null",
+            test = std::process::id(),
+            pid = child.id()
+        );
+        Command::new("sh")
+            .args(["-c", &watchdog])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("start the watchdog of {name}: {e}"))?;
         self.processes.push((name, child));
         Ok(())
     }
