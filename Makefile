@@ -1,26 +1,41 @@
 # The two commands that do everything on a fresh machine:
-#   make demo   the product's main job on the embedded Kubernetes emulator (kube-sim)
-#   make test   every test (unit, component, end-to-end with the real kubectl)
+#   make demo   the product's main job on the embedded Kubernetes emulator (kube-sim);
+#               `make demo CLUSTER=real` runs it on the real control plane
+#   make test   every test (unit, component, end-to-end on the real control plane)
 CARGO   ?= cargo
 KUBECTL ?= kubectl
+# Where `make demo` runs: sim (kube-sim, embedded) or real (tests/cluster/, built from Go modules).
+CLUSTER ?= sim
 # cargo-nextest runs test binaries in parallel; plain `cargo test` is the fallback.
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: build test lint fmt crd demo bench check-tools check-kubectl
+.PHONY: build test lint fmt crd demo bench cluster cluster-build check-tools check-kubectl
 
 check-tools:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found (install Rust with rustup: https://rustup.rs)"; exit 1; }
 
+# kube-sim's tests and the kube-sim demo drive the machine's kubectl; the real control plane
+# brings its own (built with it).
 check-kubectl:
-	@command -v $(KUBECTL) >/dev/null || { echo "error: kubectl not found on PATH (the end-to-end tests and the demo drive the real kubectl; install kubectl 1.32+)"; exit 1; }
+	@command -v $(KUBECTL) >/dev/null || { echo "error: kubectl not found on PATH (kube-sim's tests and the demo drive the real kubectl; install kubectl 1.32+)"; exit 1; }
 
 build: check-tools
 	$(CARGO) build --workspace --all-targets
 
-test: check-tools check-kubectl
+# The real control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl,
+# kwok) from the Go modules pinned in tests/cluster/, cached by version under target/cluster/.
+cluster-build:
+	tests/cluster/build.sh
+
+# Starts that control plane on loopback and prints how to use it; Ctrl-C stops it.
+cluster: check-tools cluster-build
+	$(CARGO) run -q --example cluster
+
+test: check-tools check-kubectl cluster-build
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast
 else
+	@echo "note: cargo-nextest not found (cargo install cargo-nextest); running cargo test"
 	$(CARGO) test --workspace --no-fail-fast
 endif
 
@@ -35,8 +50,12 @@ fmt: check-tools
 crd: check-tools
 	$(CARGO) run -q -- crd > deploy/base/crd.yaml
 
+ifeq ($(CLUSTER),real)
+demo: check-tools cluster-build
+else
 demo: check-tools check-kubectl
-	./scripts/demo.sh
+endif
+	CLUSTER=$(CLUSTER) ./scripts/demo.sh
 
 bench: check-tools
 	./scripts/bench.sh

@@ -3,6 +3,9 @@
 //! A 1-replica Deployment with a `minAvailable: 1` PDB sits on a node; `kubectl drain` would
 //! be refused forever. With eviction-autoscaler running, the drain completes and the
 //! Deployment goes back to 1 replica. Exits 0 only if every step happened.
+//!
+//! `CLUSTER=real` runs the same story on the real control plane of `tests/cluster/` (built
+//! first by `make demo CLUSTER=real`) and tells it from the apiserver's audit log.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -26,8 +29,19 @@ async fn main() -> ExitCode {
     let started = Instant::now();
     let say = |text: &str| println!("[{:>5.1}s] {text}", started.elapsed().as_secs_f64());
 
-    say("starting kube-sim (3 nodes), writing certificates, applying the CRD and the webhook configuration");
-    let mut env = Env::start(bin, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
+    let real = std::env::var("CLUSTER").is_ok_and(|c| c == "real");
+    let shape = ClusterShape { nodes: 3, pods_per_node: 110 };
+    let mut env = if real {
+        say(&format!(
+            "starting the real control plane {} (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: 3 nodes)",
+            support::cluster::kube_version()
+        ));
+        Env::start_real(bin, shape).await
+    } else {
+        say("starting kube-sim (3 nodes)");
+        Env::start(bin, shape).await
+    };
+    say("wrote certificates, applied the CRD and the webhook configuration");
     say("starting eviction-autoscaler run (namespace `demo` enabled, cooldown 3s)");
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=3s", "--signal-window=10s"]).await;
 
@@ -39,6 +53,7 @@ async fn main() -> ExitCode {
     say(&format!("Deployment demo/web: 1 replica on {node}, PDB minAvailable: 1 (0 disruptions allowed)"));
     let history = env.record_deployment("demo", "web");
 
+    let drain_started = jiff::Timestamp::now();
     say(&format!("$ kubectl drain {node} --ignore-daemonsets --delete-emptydir-data --timeout=120s"));
     let (drained, output) = env
         .kubectl_combined(&[
@@ -67,15 +82,12 @@ async fn main() -> ExitCode {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
 
-    println!("\nTimeline (from kube-sim's request log):");
+    let source = if real { "the apiserver's audit log" } else { "kube-sim's request log" };
+    println!("\nTimeline (seconds since the drain started, from {source}):");
     let log = env.requests();
-    let t0 = log.first().and_then(|r| r.timestamp.parse::<jiff::Timestamp>().ok());
-    let at = |ts: &str| {
-        let t = ts.parse::<jiff::Timestamp>().ok();
-        match (t, t0) {
-            (Some(t), Some(t0)) => format!("{:>6.2}s", (t - t0).total(jiff::Unit::Second).unwrap_or(0.0)),
-            _ => ts.to_owned(),
-        }
+    let at = |ts: &str| match ts.parse::<jiff::Timestamp>() {
+        Ok(t) => format!("{:>6.2}s", (t - drain_started).total(jiff::Unit::Second).unwrap_or(0.0)),
+        Err(_) => ts.to_owned(),
     };
     let mut blocked = false;
     let mut surged = false;
