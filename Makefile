@@ -1,7 +1,7 @@
 # The two commands that do everything on a fresh machine:
 #   make demo   the product's main job on the embedded Kubernetes emulator (kube-sim);
 #               `make demo CLUSTER=real` runs it on the real control plane
-#   make test   every test (unit, component, end-to-end on the real control plane)
+#   make test   every test (unit, component, end to end on kube-sim and on the real control plane)
 CARGO   ?= cargo
 KUBECTL ?= kubectl
 # Where `make demo` runs: sim (kube-sim, embedded) or real (tests/cluster/, built from Go modules).
