@@ -30,9 +30,14 @@ impl Error {
     }
 }
 
+// The codes are checked as well as the reasons: an answer whose body is not a Status (the real
+// apiserver's plain-text "404 page not found" for an API group that is not installed) reaches
+// kube-rs as a Status with the code but no reason, and kube-core's `is_not_found` and
+// `is_conflict` then answer false.
+
 /// 409 Conflict, or 422 from a failed JSON-patch `test`: re-read and recompute.
 pub fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.is_conflict() || s.code == 422)
+    matches!(e, kube::Error::Api(s) if s.is_conflict() || s.code == 409 || s.code == 422)
 }
 
 /// 403 Forbidden.
@@ -40,9 +45,9 @@ pub fn is_forbidden(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_forbidden())
 }
 
-/// 404 Not Found.
+/// 404 Not Found (a missing object, or an API that is not installed).
 pub fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.is_not_found())
+    matches!(e, kube::Error::Api(s) if s.is_not_found() || s.code == 404)
 }
 
 /// 409 AlreadyExists on create.
@@ -55,5 +60,30 @@ pub fn message(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => s.message.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What kube-rs makes of an answer whose body is not a Status.
+    fn plain_text(code: u16, text: &str) -> kube::Error {
+        kube::Error::Api(Box::new(
+            kube::core::Status::failure(text, "Failed to parse error data").with_code(code),
+        ))
+    }
+
+    #[test]
+    fn a_plain_text_404_for_an_api_that_is_not_installed_is_not_found() {
+        assert!(is_not_found(&plain_text(404, "404 page not found\n")));
+        assert!(!is_not_found(&plain_text(500, "boom")));
+    }
+
+    #[test]
+    fn conflicts_are_told_by_code_too() {
+        assert!(is_conflict(&plain_text(409, "conflict")));
+        assert!(is_conflict(&plain_text(422, "test failed")));
+        assert!(!is_conflict(&plain_text(400, "bad")));
     }
 }
