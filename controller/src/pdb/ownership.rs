@@ -5,8 +5,13 @@
 //! [`HandOverPdb`] (only constructible from a PDB WITHOUT it that still has our owner
 //! reference, and whose only possible write is removing that reference). So a plan that
 //! modifies or deletes a user's PDB cannot be expressed. Every write also carries a
-//! precondition (resourceVersion and UID, plus a JSON-patch `test` of `ownedBy`), so a PDB
-//! handed over between the plan and the write is left alone: the write fails with Conflict.
+//! precondition, so a PDB handed over between the plan and the write is left alone: the write
+//! fails with Conflict. Patches to an owned PDB test its UID and `ownedBy`, not its
+//! resourceVersion: the disruption controller rewrites the status (and so the
+//! resourceVersion) whenever a selected pod changes, and on a real cluster two of three
+//! resourceVersion-guarded patches failed on that alone. Deletes cannot test an annotation,
+//! so they pin UID and resourceVersion; the hand-over patch (which must find `ownedBy`
+//! still absent) pins both too.
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Preconditions};
@@ -108,14 +113,11 @@ impl OwnedPdb {
     }
 
     /// JSON-patch (RFC 6902) operations that make a patch fail unless the PDB is still the
-    /// version read and still ours. Every patch to an owned PDB starts with these.
+    /// object read (its UID) and still ours. Every patch to an owned PDB starts with these.
     pub(crate) fn guard_ops(&self) -> Vec<Value> {
-        let mut ops = Vec::with_capacity(3);
+        let mut ops = Vec::with_capacity(2);
         if let Some(uid) = &self.uid {
             ops.push(json!({"op": "test", "path": "/metadata/uid", "value": uid}));
-        }
-        if let Some(version) = &self.resource_version {
-            ops.push(json!({"op": "test", "path": "/metadata/resourceVersion", "value": version}));
         }
         ops.push(json!({"op": "test", "path": OWNED_BY_POINTER, "value": keys::OWNED_BY_VALUE}));
         ops
