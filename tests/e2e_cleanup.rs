@@ -1,5 +1,5 @@
 //! `eviction-autoscaler cleanup [--dry-run]` (issue 7, for uninstall), end to end: real
-//! binary, kube-sim, real kubectl. After the product ran with `--pdb-create` and stopped,
+//! binary, the real control plane, real kubectl. After the product ran with `--pdb-create` and stopped,
 //! cleanup reverts the surge left behind, deletes every owned PDB, hands over a PDB the user
 //! took over, removes the EvictionAutoScaler objects (releasing the Go finalizers), never
 //! writes to the user's PDB, and a second run has nothing to do.
@@ -24,11 +24,7 @@ const GO_FINALIZERS: [&str; 2] =
 /// stderr).
 async fn cleanup(env: &Env, args: &[&str]) -> (bool, String, String) {
     let mut command = std::process::Command::new(BIN);
-    command
-        .arg("cleanup")
-        .args(args)
-        .env("KUBECONFIG", env.sim().kubeconfig_path())
-        .env("HOME", env.dir.path());
+    command.arg("cleanup").args(args).env("KUBECONFIG", env.kubeconfig()).env("HOME", env.dir.path());
     let output: Output = tokio::task::spawn_blocking(move || command.output())
         .await
         .expect("the cleanup task finishes")
@@ -51,16 +47,12 @@ fn last_seq(env: &Env) -> u64 {
 
 fn eas_names(env: &Env) -> Vec<String> {
     let gvr = kube_sim::Gvr::new("eviction-autoscaler.azure.com", "v1", "evictionautoscalers");
-    env.sim()
-        .cluster()
-        .list(&gvr, None, &kube_sim::ListOptions::default())
-        .map(|l| l.items.iter().filter_map(|o| o["metadata"]["name"].as_str().map(String::from)).collect())
-        .unwrap_or_default()
+    env.objects(&gvr, "").iter().filter_map(|o| o["metadata"]["name"].as_str().map(String::from)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_undoes_everything_ours_once_and_never_touches_the_users_pdb() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&["--pdb-create=true", "--actioned-namespaces=apps"]).await;
     env.apply(&namespace("apps", &[])).await;
     // The user's PDB exists before its Deployment: no default PDB for `db`.
@@ -191,7 +183,7 @@ async fn cleanup_undoes_everything_ours_once_and_never_touches_the_users_pdb() {
 /// object; the steps before it are printed and done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_delete_fails_the_command_naming_the_pdb() {
-    let env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 10 }).await;
+    let env = Env::start_real(BIN, ClusterShape { nodes: 1, pods_per_node: 10 }).await;
     env.apply(&namespace("locked", &[])).await;
     env.apply(&namespace("free", &[])).await;
     let leftover = |namespace: &str, name: &str| {

@@ -69,7 +69,7 @@ fn last_eviction_seq(env: &Env) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_drain_a_fresh_process_keeps_the_surge_and_reverts_after_the_drain() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     let node = one_protected_replica(&env).await;
     let history = env.record_deployment("demo", "web");
@@ -102,7 +102,7 @@ async fn sigkill_mid_drain_a_fresh_process_keeps_the_surge_and_reverts_after_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_after_the_drain_before_the_revert_the_fresh_process_reverts() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     // A cooldown long enough that the first process cannot revert before it is killed.
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=10m", "--signal-window=10s"]).await;
     let node = one_protected_replica(&env).await;
@@ -121,7 +121,7 @@ async fn sigkill_after_the_drain_before_the_revert_the_fresh_process_reverts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_standby_takes_the_lease_from_a_killed_holder_and_reverts() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
         let holder = env.lease_holder();
@@ -163,7 +163,7 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
     // the surge pod to become Ready and the eviction to be retried.
     let flags =
         ["--actioned-namespaces=demo", "--cooldown=10s", "--signal-window=10s", "--surge-trigger=any"];
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&flags).await;
     let holder = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
         let holder = env.lease_holder();
@@ -218,7 +218,7 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_holder_that_wakes_after_losing_the_lease_writes_nothing() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
         let holder = env.lease_holder();

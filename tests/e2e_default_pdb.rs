@@ -1,4 +1,4 @@
-//! Default PDBs, end to end (issue 7, ARCHITECTURE.md §4.5): real binary, kube-sim, real
+//! Default PDBs, end to end (issue 7, ARCHITECTURE.md §4.5): real binary, the real control plane, real
 //! kubectl. Every Deployment in an enabled namespace gets exactly one PDB, created at its
 //! admission (or by the reconciler when the webhook is down) and kept at its replicas.
 
@@ -20,7 +20,7 @@ async fn cluster_with_apps(extra: &[&str]) -> Env {
 }
 
 async fn cluster_shaped(shape: ClusterShape, extra: &[&str]) -> Env {
-    let mut env = Env::start(BIN, shape).await;
+    let mut env = Env::start_real(BIN, shape).await;
     let mut flags = ON.to_vec();
     flags.extend_from_slice(extra);
     env.start_product(&flags).await;
@@ -100,13 +100,13 @@ async fn created_events(env: &Env, deployment: &str) -> usize {
 /// The admission path protects a new Deployment before any of its pods is Ready (before a
 /// drain could evict one), without making the create wait: the webhook answers at once
 /// (ARCHITECTURE §2) and the PDB is written right behind it. Pods may be *stored* first:
-/// kube-sim's in-process deployment and replicaset controllers create them a few
-/// milliseconds after the Deployment, faster than kube-controller-manager's watch-fed ones.
+/// kube-controller-manager's deployment and replicaset controllers create them within
+/// milliseconds of the Deployment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admission_path_stores_the_pdb_before_any_pod_is_ready() {
     let env = cluster_with_apps(&[]).await;
-    let first_ready = env.record_first(&Gvr::new("", "v1", "pods"), "apps", |event| {
-        let conditions = event.object["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let first_ready = env.record_first(&Gvr::new("", "v1", "pods"), "apps", |_, pod| {
+        let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
         conditions.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
     });
     let pdbs_added = env.record_added(&support::pdbs::pdb_gvr(), "apps");
@@ -181,7 +181,7 @@ async fn with_the_webhook_unregistered_the_reconciler_creates_the_pdb() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn default_strategy_and_match_expressions_only_selector_get_a_pdb_with_that_selector() {
     let env = cluster_with_apps(&[]).await;
-    // No strategy at all (kube-sim defaults RollingUpdate 25%/25%, like upstream), and a
+    // No strategy at all (the apiserver defaults RollingUpdate 25%/25%), and a
     // selector made of matchExpressions only.
     let expressions = json!([{"key": "app", "operator": "In", "values": ["expr", "expr-canary"]}]);
     let manifest = json!({
@@ -266,7 +266,7 @@ async fn a_statefulset_gets_no_pdb_and_no_repeated_errors() {
         }
     });
     env.apply(&sts.to_string()).await;
-    // kube-sim runs no StatefulSet controller: its pods are made here, owned like upstream's.
+    // The control plane runs no StatefulSet controller: its pods are made here, owned like upstream's.
     let uid =
         env.get(&["statefulset", "-n", "apps", "db"]).await.expect("StatefulSet")["metadata"]["uid"].clone();
     for i in 0..2 {

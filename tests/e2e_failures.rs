@@ -1,16 +1,12 @@
 //! When the surge cannot do its job, end to end: an admission policy forbidding the scale
-//! (403), a cluster with no room for the surge pod, and objects left behind by the Go project
+//! (a ValidatingAdmissionPolicy answering 403), a cluster with no room for the surge pod, and objects left behind by the Go project
 //! (Azure/eviction-autoscaler) that the product must bring back to a clean state.
 
 #[path = "support/mod.rs"]
 mod support;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use kube_sim::{AdmissionHook, AdmissionRequest, ApiError, Operation};
 use serde_json::{Value, json};
 use support::metrics::metric_sum;
 use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
@@ -21,34 +17,56 @@ const ORIGINAL: &str = "eviction-autoscaler.azure.com/original-min-replicas";
 const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
 
 /// An admission policy (like AKS Deployment Safeguards) refusing any change of a Deployment's
-/// replicas with 403. Installed in-process: it takes the place of kube-sim's webhook bridge for
-/// object writes; evictions still reach the product's webhook.
-struct ForbidScaling {
-    refused: AtomicUsize,
+/// replicas with 403: a ValidatingAdmissionPolicy. Returns once the apiserver enforces it (a
+/// server-side dry-run scale is refused).
+async fn forbid_scaling(env: &Env) {
+    env.apply(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: fixed-replicas}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["apps"], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["deployments", "deployments/scale"]}
+  validations:
+  - expression: "object.spec.replicas == oldObject.spec.replicas"
+    message: "policy: replicas are fixed here"
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: fixed-replicas}
+spec:
+  policyName: fixed-replicas
+  validationActions: [Deny]
+"#,
+    )
+    .await;
+    wait_for("the policy to refuse a dry-run scale", Duration::from_secs(30), || async {
+        let (ok, output) = env
+            .kubectl_combined(&[
+                "scale",
+                "deployment",
+                "web",
+                "-n",
+                "demo",
+                "--replicas=7",
+                "--dry-run=server",
+            ])
+            .await;
+        (!ok && output.contains("replicas are fixed here")).then_some(())
+    })
+    .await;
 }
 
-fn replicas_of(object: Option<&Value>) -> Option<i64> {
-    object.and_then(|o| o["spec"]["replicas"].as_i64())
-}
-
-impl AdmissionHook for ForbidScaling {
-    fn mutate<'a>(&'a self, _: &'a AdmissionRequest) -> BoxFuture<'a, Result<Option<Value>, ApiError>> {
-        Box::pin(async { Ok(None) })
-    }
-
-    fn validate<'a>(&'a self, request: &'a AdmissionRequest) -> BoxFuture<'a, Result<(), ApiError>> {
-        Box::pin(async move {
-            let scaling = request.resource.plural == "deployments"
-                && request.operation == Operation::Update
-                && request.subresource.as_deref() != Some("status")
-                && replicas_of(request.object.as_ref()) != replicas_of(request.old_object.as_ref());
-            if !scaling {
-                return Ok(());
-            }
-            self.refused.fetch_add(1, Ordering::SeqCst);
-            Err(ApiError::forbidden("apps", "deployments", &request.name, "policy: replicas are fixed here"))
-        })
-    }
+/// Deployment writes the apiserver refused with 403, whoever sent them (the dry-run probes of
+/// [`forbid_scaling`] left out).
+fn refused_scales(env: &Env) -> Vec<kube_sim::RequestRecord> {
+    env.requests()
+        .into_iter()
+        .filter(|r| r.resource == "deployments" && r.code == 403 && !r.query.contains("dryRun"))
+        .collect()
 }
 
 async fn one_protected_replica(env: &Env) -> String {
@@ -61,12 +79,11 @@ async fn one_protected_replica(env: &Env) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded_writes() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     let node = one_protected_replica(&env).await;
-    let policy = Arc::new(ForbidScaling { refused: AtomicUsize::new(0) });
     env.expect_forbidden();
-    env.sim().cluster().set_admission_hook(Some(policy.clone()));
+    forbid_scaling(&env).await;
 
     // Three rounds of refused evictions (kubectl retries every 5 s): a signal each time.
     let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=12s"]);
@@ -79,7 +96,7 @@ async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded
         env.product_writes_to("deployments").into_iter().filter(|r| r.method == "PATCH").collect();
     assert!((1..=2).contains(&attempts.len()), "a refused write is not retried in a loop: {attempts:?}");
     assert!(attempts.iter().all(|r| r.code == 403), "every attempt was refused: {attempts:?}");
-    assert_eq!(policy.refused.load(Ordering::SeqCst), attempts.len(), "only the product tried to scale");
+    assert_eq!(refused_scales(&env), attempts, "only the product tried to scale");
     let d = env.deployment_now("demo", "web").expect("deployment");
     assert_eq!(d["spec"]["replicas"], 1, "replicas untouched");
     // Bookkeeping follows the signals, not a retry loop: per refused eviction spec.lastEviction
@@ -94,7 +111,7 @@ async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded
 /// watches: `surges_overdue` goes to 1 (the Lease holder also reports `leader 1`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&[
         "--actioned-namespaces=demo",
         "--cooldown=1s",
@@ -112,7 +129,7 @@ async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
     .await;
     // From now on every change of replicas is refused, the revert included.
     env.expect_forbidden();
-    env.sim().cluster().set_admission_hook(Some(Arc::new(ForbidScaling { refused: AtomicUsize::new(0) })));
+    forbid_scaling(&env).await;
     let (ok, output) = drain.finish().await;
     assert!(ok, "the drain finishes on the surged replica: {output}");
 
@@ -129,7 +146,7 @@ async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_surge_into_a_full_cluster_says_why_and_reverts_after_uncordon() {
     // Two nodes with room for one pod each: the surge pod has nowhere to go.
-    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 1 }).await;
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 1 }).await;
     env.start_product(&FLAGS).await;
     let node = one_protected_replica(&env).await;
     env.apply(&deployment("demo", "filler", 1, &[])).await;
@@ -184,7 +201,7 @@ async fn a_surge_into_a_full_cluster_says_why_and_reverts_after_uncordon() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_left_by_the_go_project_end_in_the_clean_state() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.apply(&namespace("demo", &[])).await;
     // A Deployment surged from 2 to 3 by the Go controller, which then went away.
     env.apply(&deployment("demo", "web", 3, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
@@ -280,7 +297,7 @@ async fn wait_clean(env: &Env, name: &str, replicas: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn go_leftovers_edited_autoscaled_zero_baseline_or_terminating_end_clean_without_data_loss() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.apply(&namespace("demo", &[])).await;
     // Surged to 3 by the Go controller, then scaled to 5 by a user: the user's 5 stays.
     env.apply(&deployment("demo", "edited", 5, &[(SURGE, "3"), (ORIGINAL, "2")])).await;

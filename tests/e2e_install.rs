@@ -295,7 +295,7 @@ async fn uninstall_leaves_no_trace_and_every_user_pdb_as_it_was() {
     drop(replica); // stop the product first, as the README says
     let out = std::process::Command::new(BIN)
         .arg("cleanup")
-        .env("KUBECONFIG", env.sim().kubeconfig_path())
+        .env("KUBECONFIG", env.kubeconfig())
         .output()
         .expect("cleanup runs");
     assert!(out.status.success(), "cleanup: {}", String::from_utf8_lossy(&out.stderr));

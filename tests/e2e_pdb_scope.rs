@@ -1,5 +1,5 @@
 //! Default PDBs and the user's PDBs, opt-outs, namespace scope, hand-over and uninstall, end
-//! to end (issue 7, ARCHITECTURE.md §4.5–§4.6): real binary, kube-sim, real kubectl.
+//! to end (issue 7, ARCHITECTURE.md §4.5–§4.6): real binary, the real control plane, real kubectl.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -13,7 +13,7 @@ use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 
 async fn cluster(extra: &[&str]) -> Env {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     let mut flags = vec!["--pdb-create=true", "--actioned-namespaces=apps"];
     flags.extend_from_slice(extra);
     env.start_product(&flags).await;

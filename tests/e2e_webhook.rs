@@ -14,7 +14,7 @@ const REQUESTS: &str = "eviction_autoscaler_webhook_requests_total";
 
 /// Two replicas, one per node, behind a PDB that allows one disruption: drains never block.
 async fn env_with_roomy_workload() -> Env {
-    let mut env = Env::start(BIN, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
     env.start_product(&["--actioned-namespaces=apps", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("apps", &[])).await;
     env.apply(&deployment("apps", "web", 2, &[])).await;

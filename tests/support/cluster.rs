@@ -385,6 +385,14 @@ impl ControlPlane {
         Ok(())
     }
 
+    /// Sends `signal` ("STOP", "CONT", "KILL", ...) to a running component (e.g. "kwok": the
+    /// kubelets).
+    pub fn signal(&self, component: &str, signal: &str) {
+        let (_, child) =
+            self.processes.iter().find(|(name, _)| *name == component).expect("a started component");
+        let _ = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
+    }
+
     /// The tail of a component's log (for failure messages).
     pub fn log_tail(&self, name: &str) -> String {
         let text = std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default();

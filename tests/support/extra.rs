@@ -57,7 +57,8 @@ impl Env {
         BackgroundKubectl { child }
     }
 
-    /// An object as stored right now (in-process read; no request is logged).
+    /// An object as stored right now: kube-sim's in-process read (no request is logged), or
+    /// `kubectl get` on the real control plane.
     pub fn object(
         &self,
         group: &str,
@@ -66,8 +67,41 @@ impl Env {
         namespace: &str,
         name: &str,
     ) -> Option<Value> {
-        let gvr = kube_sim::Gvr::new(group, version, plural);
-        self.sim().cluster().get(&gvr, Some(namespace), name).ok().map(|o| (*o).clone())
+        match &self.cluster {
+            super::Cluster::Sim(sim) => {
+                let gvr = kube_sim::Gvr::new(group, version, plural);
+                sim.cluster().get(&gvr, Some(namespace), name).ok().map(|o| (*o).clone())
+            }
+            super::Cluster::Real(plane) => {
+                let resource = super::recorder::qualified(&kube_sim::Gvr::new(group, version, plural));
+                let args = ["get", resource.as_str(), name, "-n", namespace, "-o", "json"];
+                let text = tokio::task::block_in_place(|| plane.kubectl(&args)).ok()?;
+                serde_json::from_str(&text).ok()
+            }
+        }
+    }
+
+    /// Every object of `gvr` in `namespace` (all namespaces when empty) right now.
+    pub fn objects(&self, gvr: &kube_sim::Gvr, namespace: &str) -> Vec<Value> {
+        let ns = (!namespace.is_empty()).then_some(namespace);
+        match &self.cluster {
+            super::Cluster::Sim(sim) => sim
+                .cluster()
+                .list(gvr, ns, &kube_sim::ListOptions::default())
+                .map(|l| l.items.iter().map(|o| (**o).clone()).collect())
+                .unwrap_or_default(),
+            super::Cluster::Real(plane) => {
+                let resource = super::recorder::qualified(gvr);
+                let mut args = vec!["get", resource.as_str(), "-o", "json"];
+                match ns {
+                    Some(namespace) => args.extend(["-n", namespace]),
+                    None => args.push("-A"),
+                }
+                let text = tokio::task::block_in_place(|| plane.kubectl(&args)).unwrap_or_default();
+                let list: Value = serde_json::from_str(&text).unwrap_or_default();
+                list["items"].as_array().cloned().unwrap_or_default()
+            }
+        }
     }
 
     /// Deployment `namespace/name` right now.
@@ -147,13 +181,27 @@ impl Env {
 }
 
 impl Env {
-    /// Starts recording every version of object `namespace/name` of `gvr` (in-process watch).
-    pub fn record_object(&self, gvr: &kube_sim::Gvr, namespace: &str, name: &str) -> super::Recorder<Value> {
-        super::Recorder::of_sim_watch(self.sim(), gvr, namespace, name, Value::clone)
+    /// Freezes every kubelet: no pod becomes Ready, no terminating pod goes away (kube-sim's
+    /// kubelet paused, or kwok stopped with SIGSTOP).
+    pub fn pause_kubelets(&self) {
+        match &self.cluster {
+            super::Cluster::Sim(sim) => {
+                sim.behaviour().expect("kube-sim runs its controllers").pause("kubelet")
+            }
+            super::Cluster::Real(plane) => plane.signal("kwok", "STOP"),
+        }
     }
-}
 
-impl Env {
+    /// Lets the kubelets go on after [`Env::pause_kubelets`].
+    pub fn resume_kubelets(&self) {
+        match &self.cluster {
+            super::Cluster::Sim(sim) => {
+                sim.behaviour().expect("kube-sim runs its controllers").resume("kubelet")
+            }
+            super::Cluster::Real(plane) => plane.signal("kwok", "CONT"),
+        }
+    }
+
     /// SIGKILLs `Env::product` and waits until the process is gone (its ports are free), so a
     /// fresh `start_product` on the same ports cannot race the dying one for them.
     pub async fn kill_product(&mut self) {

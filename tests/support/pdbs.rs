@@ -32,23 +32,10 @@ pub fn is_owned(pdb: &Value) -> bool {
     pdb["metadata"]["annotations"][OWNED_BY] == "EvictionAutoScaler"
 }
 
-/// The first time an object was seen in some state (stored, Ready…): its name and the
-/// resourceVersion of that event.
-#[derive(Clone, Debug)]
-pub struct Added {
-    pub name: String,
-    pub resource_version: u64,
-}
-
 impl Env {
     /// Every PDB in `namespace` (all namespaces when empty), from kube-sim's store.
     pub fn pdbs(&self, namespace: &str) -> Vec<Value> {
-        let ns = (!namespace.is_empty()).then_some(namespace);
-        self.sim()
-            .cluster()
-            .list(&pdb_gvr(), ns, &kube_sim::ListOptions::default())
-            .map(|l| l.items.iter().map(|o| (**o).clone()).collect())
-            .unwrap_or_default()
+        self.objects(&pdb_gvr(), namespace)
     }
 
     /// Sorted names of the PDBs in `namespace`.
@@ -64,7 +51,7 @@ impl Env {
 
     /// PDB `namespace/name`, if it exists.
     pub fn pdb_object(&self, namespace: &str, name: &str) -> Option<Value> {
-        self.sim().cluster().get(&pdb_gvr(), Some(namespace), name).ok().map(|o| (*o).clone())
+        self.object("policy", "v1", "poddisruptionbudgets", namespace, name)
     }
 
     /// Waits until PDB `namespace/name` exists and satisfies `accept`; returns it.
@@ -92,14 +79,15 @@ impl Env {
     }
 
     /// Writes the product made to PDB `namespace/name` (update, patch, delete; any answer).
-    /// Creates POST to the collection and carry no name in the log: count them with
-    /// [`Env::record_added`] instead.
+    /// Creates are left out (kube-sim logs them without a name, the audit log with one):
+    /// count them with [`Env::record_added`] instead.
     pub fn product_pdb_writes(&self, namespace: &str, name: &str) -> Vec<RequestRecord> {
         self.requests()
             .into_iter()
             .filter(|r| {
                 r.user_agent.starts_with(PRODUCT_AGENT)
                     && r.is_write()
+                    && r.verb != "create"
                     && r.resource == "poddisruptionbudgets"
                     && r.namespace == namespace
                     && r.name == name
@@ -121,63 +109,14 @@ impl Env {
             .collect()
     }
 
-    /// Records the ADDED events of `gvr` objects in `namespace` from now on.
-    pub fn record_added(&self, gvr: &Gvr, namespace: &str) -> Recorder<Added> {
-        self.record_first(gvr, namespace, |event| event.event_type == kube_sim::WatchEventType::Added)
-    }
-
-    /// Records, per object of `gvr` in `namespace`, the first event from now on for which
-    /// `matches` holds (e.g. the pod turned Ready).
-    pub fn record_first(
-        &self,
-        gvr: &Gvr,
-        namespace: &str,
-        matches: fn(&kube_sim::WatchEvent) -> bool,
-    ) -> Recorder<Added> {
-        use futures::StreamExt as _;
-        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Added>::new()));
-        let opts = kube_sim::WatchOptions { timeout: Some(Duration::from_secs(3600)), ..Default::default() };
-        let mut stream = self.sim().cluster().watch(gvr, Some(namespace), &opts).expect("watch");
-        let sink = states.clone();
-        let task = tokio::spawn(async move {
-            while let Some(event) = stream.next().await {
-                if !matches(&event) {
-                    continue;
-                }
-                let o = &event.object;
-                let added = Added {
-                    name: o["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
-                    resource_version: o["metadata"]["resourceVersion"]
-                        .as_str()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(0),
-                };
-                let mut seen = sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if !seen.iter().any(|a| a.name == added.name) {
-                    seen.push(added);
-                }
-            }
-        });
-        Recorder::of_task(states, task)
-    }
-
     /// Records every state of the PDBs in `namespace` (name, `spec.minAvailable`).
     pub fn record_pdb_min_available(&self, namespace: &str) -> Recorder<(String, Value)> {
-        use futures::StreamExt as _;
-        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let opts = kube_sim::WatchOptions { timeout: Some(Duration::from_secs(3600)), ..Default::default() };
-        let mut stream = self.sim().cluster().watch(&pdb_gvr(), Some(namespace), &opts).expect("watch PDBs");
-        let sink = states.clone();
-        let task = tokio::spawn(async move {
-            while let Some(event) = stream.next().await {
-                let o = &event.object;
-                let name = o["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-                sink.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push((name, o["spec"]["minAvailable"].clone()));
-            }
-        });
-        Recorder::of_task(states, task)
+        self.watch(&pdb_gvr(), namespace, None, |_, o| {
+            Some((
+                o["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
+                o["spec"]["minAvailable"].clone(),
+            ))
+        })
     }
 }
 

@@ -1,97 +1,27 @@
-//! Every state an object went through, recorded by a watch in the background: kube-sim's
-//! in-process watch (no sample is missed, unlike polling) or `kubectl get -w` on the real
-//! control plane.
+//! What objects went through, recorded by a watch in the background: kube-sim's in-process
+//! watch, or `kubectl get -w --output-watch-events` on the real control plane. No sample is
+//! missed, unlike polling.
 
+use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use kube_sim::Server;
+use kube_sim::Gvr;
 use serde_json::Value;
 
 use super::{Cluster, Env};
 
 /// States collected by a background watch; stops when dropped.
 pub struct Recorder<T> {
-    states: std::sync::Arc<std::sync::Mutex<Vec<T>>>,
+    states: Arc<Mutex<Vec<T>>>,
     task: Option<tokio::task::JoinHandle<()>>,
     watch: Option<Child>,
 }
 
-impl<T: Clone + Send + 'static> Recorder<T> {
-    /// Every change of `gvr` `namespace/name` from kube-sim's in-process watch (no sample is
-    /// missed, unlike polling), mapped by `map`.
-    pub fn of_sim_watch(
-        sim: &Server,
-        gvr: &kube_sim::Gvr,
-        namespace: &str,
-        name: &str,
-        map: fn(&Value) -> T,
-    ) -> Recorder<T> {
-        use futures::StreamExt as _;
-        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let opts = kube_sim::WatchOptions {
-            field_selector: Some(format!("metadata.name={name}")),
-            timeout: Some(Duration::from_secs(3600)),
-            ..Default::default()
-        };
-        let mut stream = sim.cluster().watch(gvr, Some(namespace), &opts).expect("watch");
-        let sink = states.clone();
-        let task = tokio::spawn(async move {
-            while let Some(event) = stream.next().await {
-                // Bookmarks carry no object worth recording.
-                if event.object["metadata"]["name"].as_str().is_none_or(|n| n.is_empty()) {
-                    continue;
-                }
-                sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(map(&event.object));
-            }
-        });
-        Recorder::of_task(states, task)
-    }
-
-    /// Every object `kubectl get NAME -w -o json` (`cmd`) prints, mapped by `map`.
-    pub fn of_kubectl_watch(mut cmd: Command, map: fn(&Value) -> T) -> Recorder<T> {
-        let states = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("kubectl -w");
-        let stdout = child.stdout.take().expect("kubectl stdout");
-        let sink = states.clone();
-        std::thread::spawn(move || {
-            // Pretty-printed objects one after another: a stream of JSON values.
-            for object in
-                serde_json::Deserializer::from_reader(std::io::BufReader::new(stdout)).into_iter::<Value>()
-            {
-                let Ok(object) = object else { break };
-                sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(map(&object));
-            }
-        });
-        let recorder = Recorder { states, task: None, watch: Some(child) };
-        // The first object is the current state: recording starts once it is in. (Tests run
-        // on a multi-threaded runtime; the wait moves its other tasks off this thread.)
-        tokio::task::block_in_place(|| {
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while recorder.states().is_empty() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
-        recorder
-    }
-}
-
 impl<T: Clone> Recorder<T> {
-    /// States that `task` pushes into `states`.
-    pub fn of_task(
-        states: std::sync::Arc<std::sync::Mutex<Vec<T>>>,
-        task: tokio::task::JoinHandle<()>,
-    ) -> Self {
-        Recorder { states, task: Some(task), watch: None }
-    }
-
     pub fn states(&self) -> Vec<T> {
-        self.states.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.states.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
@@ -107,8 +37,149 @@ impl<T> Drop for Recorder<T> {
     }
 }
 
-/// Every state a Deployment went through, as seen by an in-process watch (no sample is
-/// missed, unlike polling).
+impl Env {
+    /// Watches `gvr` in `namespace` (only object `name` when given) from now on, starting
+    /// with the objects that exist, and records what `keep` makes of each event: its type
+    /// (`ADDED`, `MODIFIED`, `DELETED`) and object; `None` records nothing.
+    pub fn watch<T: Send + 'static>(
+        &self,
+        gvr: &Gvr,
+        namespace: &str,
+        name: Option<&str>,
+        mut keep: impl FnMut(&str, &Value) -> Option<T> + Send + 'static,
+    ) -> Recorder<T> {
+        let states = Arc::new(Mutex::new(Vec::new()));
+        let sink = states.clone();
+        let mut record = move |kind: &str, object: &Value| {
+            // Bookmarks carry no object worth recording.
+            if object["metadata"]["name"].as_str().is_none_or(str::is_empty) {
+                return;
+            }
+            if let Some(state) = keep(kind, object) {
+                sink.lock().unwrap_or_else(PoisonError::into_inner).push(state);
+            }
+        };
+        match &self.cluster {
+            Cluster::Sim(sim) => {
+                use futures::StreamExt as _;
+                let opts = kube_sim::WatchOptions {
+                    field_selector: name.map(|n| format!("metadata.name={n}")),
+                    timeout: Some(Duration::from_secs(3600)),
+                    ..Default::default()
+                };
+                let mut stream = sim.cluster().watch(gvr, Some(namespace), &opts).expect("watch");
+                let task = tokio::spawn(async move {
+                    while let Some(event) = stream.next().await {
+                        let kind = match event.event_type {
+                            kube_sim::WatchEventType::Added => "ADDED",
+                            kube_sim::WatchEventType::Modified => "MODIFIED",
+                            kube_sim::WatchEventType::Deleted => "DELETED",
+                            _ => continue,
+                        };
+                        record(kind, &event.object);
+                    }
+                });
+                Recorder { states, task: Some(task), watch: None }
+            }
+            Cluster::Real(plane) => {
+                let resource = qualified(gvr);
+                // kubectl lists, then watches from the list's resourceVersion: once the audit
+                // log shows its watch, nothing that happens next is missed.
+                let watches = || {
+                    plane
+                        .requests()
+                        .iter()
+                        .filter(|r| r.verb == "watch" && r.user_agent.starts_with("kubectl"))
+                        .filter(|r| r.resource == gvr.resource && r.namespace == namespace)
+                        .count()
+                };
+                let before = watches();
+                let mut cmd = Command::new("kubectl");
+                self.kubectl_env(&mut cmd).args(["get", &resource]).args(name).args([
+                    "-n",
+                    namespace,
+                    "-w",
+                    "--output-watch-events",
+                    "-o",
+                    "json",
+                ]);
+                let mut child = cmd
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("kubectl get -w");
+                let stdout = child.stdout.take().expect("kubectl stdout");
+                std::thread::spawn(move || {
+                    // Pretty-printed {"type", "object"} events one after another.
+                    let events = serde_json::Deserializer::from_reader(std::io::BufReader::new(stdout));
+                    for event in events.into_iter::<Value>() {
+                        let Ok(event) = event else { break };
+                        record(event["type"].as_str().unwrap_or_default(), &event["object"]);
+                    }
+                });
+                // Tests run on a multi-threaded runtime; the wait moves its other tasks off
+                // this thread.
+                tokio::task::block_in_place(|| {
+                    let deadline = Instant::now() + Duration::from_secs(30);
+                    while watches() == before {
+                        assert!(
+                            Instant::now() < deadline,
+                            "kubectl get {resource} -w never started watching"
+                        );
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                });
+                Recorder { states, task: None, watch: Some(child) }
+            }
+        }
+    }
+
+    /// Starts recording every version of object `namespace/name` of `gvr`.
+    pub fn record_object(&self, gvr: &Gvr, namespace: &str, name: &str) -> Recorder<Value> {
+        self.watch(gvr, namespace, Some(name), |_, object| Some(object.clone()))
+    }
+
+    /// Starts recording every change of Deployment `namespace/name`.
+    pub fn record_deployment(&self, namespace: &str, name: &str) -> Recorder<DeploymentState> {
+        let gvr = Gvr::new("apps", "v1", "deployments");
+        self.watch(&gvr, namespace, Some(name), |_, o| {
+            Some(DeploymentState {
+                replicas: o["spec"]["replicas"].as_i64().unwrap_or(1),
+                ready: o["status"]["readyReplicas"].as_i64().unwrap_or(0),
+                annotations: o["metadata"]["annotations"].as_object().cloned().unwrap_or_default(),
+            })
+        })
+    }
+
+    /// Records the ADDED events of `gvr` objects in `namespace` from now on.
+    pub fn record_added(&self, gvr: &Gvr, namespace: &str) -> Recorder<Added> {
+        self.record_first(gvr, namespace, |kind, _| kind == "ADDED")
+    }
+
+    /// Records, per object of `gvr` in `namespace`, the first event from now on for which
+    /// `matches(type, object)` holds (e.g. the pod turned Ready).
+    pub fn record_first(
+        &self,
+        gvr: &Gvr,
+        namespace: &str,
+        matches: fn(&str, &Value) -> bool,
+    ) -> Recorder<Added> {
+        let mut seen = HashSet::new();
+        self.watch(gvr, namespace, None, move |kind, o| {
+            let name = o["metadata"]["name"].as_str().unwrap_or_default().to_owned();
+            (matches(kind, o) && seen.insert(name.clone())).then(|| Added {
+                name,
+                resource_version: o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            })
+        })
+    }
+}
+
+/// A Deployment as a user watches it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeploymentState {
     pub replicas: i64,
@@ -116,36 +187,19 @@ pub struct DeploymentState {
     pub annotations: serde_json::Map<String, Value>,
 }
 
-impl Env {
-    /// Starts recording every change of Deployment `namespace/name`: kube-sim's in-process
-    /// watch, or `kubectl get -w` on the real control plane.
-    pub fn record_deployment(&self, namespace: &str, name: &str) -> Recorder<DeploymentState> {
-        fn state(o: &Value) -> DeploymentState {
-            DeploymentState {
-                replicas: o["spec"]["replicas"].as_i64().unwrap_or(1),
-                ready: o["status"]["readyReplicas"].as_i64().unwrap_or(0),
-                annotations: o["metadata"]["annotations"].as_object().cloned().unwrap_or_default(),
-            }
-        }
-        match &self.cluster {
-            Cluster::Sim(sim) => {
-                let gvr = kube_sim::Gvr::new("apps", "v1", "deployments");
-                Recorder::of_sim_watch(sim, &gvr, namespace, name, state)
-            }
-            Cluster::Real(_) => {
-                let mut cmd = Command::new("kubectl");
-                self.kubectl_env(&mut cmd).args([
-                    "get",
-                    "deployment",
-                    name,
-                    "-n",
-                    namespace,
-                    "-w",
-                    "-o",
-                    "json",
-                ]);
-                Recorder::of_kubectl_watch(cmd, state)
-            }
-        }
+/// The first time an object was seen in some state (stored, Ready…): its name and the
+/// resourceVersion of that event (etcd's, cluster-wide, so comparable across kinds).
+#[derive(Clone, Debug)]
+pub struct Added {
+    pub name: String,
+    pub resource_version: u64,
+}
+
+/// `plural.version.group` as kubectl names a resource unambiguously (`plural` for core).
+pub fn qualified(gvr: &Gvr) -> String {
+    if gvr.group.is_empty() {
+        gvr.resource.clone()
+    } else {
+        format!("{}.{}.{}", gvr.resource, gvr.version, gvr.group)
     }
 }
