@@ -33,7 +33,7 @@ async fn wait_eas(env: &Env, ns: &str, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 1, 1).await;
@@ -50,7 +50,7 @@ async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_side_dry_run_drain_writes_nothing() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 1, 1).await;
@@ -81,7 +81,7 @@ async fn a_server_side_dry_run_drain_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_out_of_scope_is_never_written() {
     // One node: both Deployments' pods share it; the in-scope one is the marker.
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&namespace("elsewhere", &[])).await;
@@ -109,7 +109,7 @@ async fn a_namespace_out_of_scope_is_never_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 2, 1).await;
@@ -131,7 +131,7 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_the_lease() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 1, 1).await;
