@@ -102,6 +102,19 @@ async fn blocked_drain_surges_then_reverts_after_the_drain() {
         .filter(|r| r.resource == "deployments" && matches!(r.verb.as_str(), "patch" | "update"))
         .count();
     assert_eq!(deployment_writes, 2, "one surge write and one revert write");
+    // The budget that gates the surge is read fresh before it: a cached status can lag the
+    // disruption controller and still show a budget that has just opened as closed.
+    let requests = sim.requests();
+    let surge = requests
+        .iter()
+        .position(|r| r.resource == "deployments" && r.verb == "patch")
+        .expect("the surge write");
+    assert!(
+        requests[..surge]
+            .iter()
+            .any(|r| r.resource == "poddisruptionbudgets" && r.verb == "get" && r.name == "web"),
+        "the PDB was read from the API before the surge"
+    );
 }
 
 #[tokio::test]

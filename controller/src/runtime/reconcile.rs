@@ -6,6 +6,7 @@ use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
@@ -174,11 +175,19 @@ fn kind_name(kind: ScalerKind) -> &'static str {
     }
 }
 
-/// Replaces the cached Deployment, HPAs and ScaledObjects with fresh reads.
+/// Replaces the cached Deployment, PDBs, HPAs and ScaledObjects with fresh reads. The PDB's
+/// status gates a surge, and the disruption controller rewrites it as pods turn Ready: a cached
+/// copy that lags shows a budget that has just opened as still closed.
 async fn refresh(ctx: &Context, key: &Key, observed: &mut Observed) -> Result<(), kube::Error> {
     let (namespace, name) = key;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
     observed.deployment = deployments.get(name).await?;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut fresh = Vec::with_capacity(observed.pdbs.len());
+    for pdb in &observed.pdbs {
+        fresh.extend(pdbs.get_opt(pdb.metadata.name.as_deref().unwrap_or_default()).await?);
+    }
+    observed.pdbs = fresh;
     refresh_autoscalers(ctx, key, observed).await
 }
 
