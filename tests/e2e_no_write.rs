@@ -33,7 +33,7 @@ async fn wait_eas(env: &Env, ns: &str, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 1, 1).await;
@@ -50,7 +50,7 @@ async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_side_dry_run_drain_writes_nothing() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 1, 1).await;
@@ -81,7 +81,7 @@ async fn a_server_side_dry_run_drain_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_out_of_scope_is_never_written() {
     // One node: both Deployments' pods share it; the in-scope one is the marker.
-    let mut env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&namespace("elsewhere", &[])).await;
@@ -109,11 +109,17 @@ async fn a_namespace_out_of_scope_is_never_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
-    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 2, 1).await;
     wait_eas(&env, "demo", "web").await;
+    // As an operator checks before draining: the budget has room.
+    wait_for("the PDB to allow one disruption", LONG, || async {
+        let pdb = env.get(&["pdb", "-n", "demo", "web"]).await?;
+        (pdb["status"]["disruptionsAllowed"] == 1).then_some(())
+    })
+    .await;
     let node = env.node_of("demo", "web").await;
     let pod = env.pods_on("demo", "web", &node).await.remove(0);
 
@@ -131,7 +137,7 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_the_lease() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     app(&env, "demo", "web", 1, 1).await;
@@ -148,6 +154,22 @@ async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_th
     wait_for("EAS status without a surge", LONG, || async {
         let eas = env.get(&["evictionautoscalers", "-n", "demo", "web"]).await?;
         (eas["status"]["surgeReplicas"] == 0).then_some(())
+    })
+    .await;
+
+    // Idle means nobody writes anything but a Lease: the revert's scale-down (the pod's
+    // graceful deletion, then the controllers' status updates, which the product re-reads)
+    // has finished when no other write has come for a few seconds.
+    let last_write = || env.requests().into_iter().filter(|r| r.is_write() && r.resource != "leases").last();
+    let mut seen = last_write().map(|r| r.seq);
+    let mut quiet_since = std::time::Instant::now();
+    wait_for("the cluster to go quiet", LONG, || {
+        let now = last_write().map(|r| r.seq);
+        if now != seen {
+            (seen, quiet_since) = (now, std::time::Instant::now());
+        }
+        let quiet = quiet_since.elapsed() >= Duration::from_secs(5);
+        async move { quiet.then_some(()) }
     })
     .await;
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use eviction_autoscaler_shared::config::SurgeTrigger;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 /// Running and not terminating: the Eviction API checks the PDB for it.
 pub fn is_running(pod: &Pod) -> bool {
@@ -89,11 +90,23 @@ pub struct Displacement {
     pub on_draining_nodes: u32,
 }
 
+/// Pods whose eviction the API has accepted (`status.disruptedPods` of the PDBs). The Eviction
+/// API records the pod there, then deletes it: in between the pod is still Running and Ready,
+/// and the budget it used shows as closed, yet it is leaving, not displaced.
+pub fn accepted_evictions(pdbs: &[PodDisruptionBudget]) -> BTreeSet<String> {
+    pdbs.iter()
+        .filter_map(|p| p.status.as_ref()?.disrupted_pods.as_ref())
+        .flat_map(|pods| pods.keys().cloned())
+        .collect()
+}
+
 /// Counts displaced pods: pods of the Deployment on draining nodes, plus pods whose eviction
-/// was seen within `window` (with `--surge-trigger=drain`, only while their node drained).
+/// was seen within `window` (with `--surge-trigger=drain`, only while their node drained);
+/// never a pod whose eviction was accepted (`evicted`, see [`accepted_evictions`]).
 pub fn displacement(
     pods_on_draining_nodes: &[Pod],
     signals: &[SignaledPod],
+    evicted: &BTreeSet<String>,
     trigger: SurgeTrigger,
     window: Duration,
     now: Timestamp,
@@ -111,6 +124,7 @@ pub fn displacement(
             displaced.insert(&signal.pod);
         }
     }
+    displaced.retain(|pod| !evicted.contains(*pod));
     let on_draining_nodes = pods_on_draining_nodes.iter().filter(|p| is_running(p)).count();
     Displacement {
         displaced: u32::try_from(displaced.len()).unwrap_or(u32::MAX),
@@ -157,7 +171,8 @@ mod tests {
             pod("done", "Succeeded", false, false),
             pod("terminating", "Running", true, true),
         ];
-        let d = displacement(&pods, &[], SurgeTrigger::Drain, Duration::from_secs(90), at(0));
+        let d =
+            displacement(&pods, &[], &BTreeSet::new(), SurgeTrigger::Drain, Duration::from_secs(90), at(0));
         assert_eq!(d, Displacement { displaced: 1, on_draining_nodes: 2 });
     }
 
@@ -189,13 +204,36 @@ mod tests {
         ];
         for (name, signals, trigger, want) in cases {
             assert_eq!(
-                displacement(&node_pods, &signals, trigger, window, at(100)).displaced,
+                displacement(&node_pods, &signals, &BTreeSet::new(), trigger, window, at(100)).displaced,
                 want,
                 "{name}"
             );
         }
         let unready = SignaledPod { displaceable: false, ..signal("b", 100, true) };
-        assert_eq!(displacement(&[], &[unready], SurgeTrigger::Any, window, at(100)).displaced, 0);
+        assert_eq!(
+            displacement(&[], &[unready], &BTreeSet::new(), SurgeTrigger::Any, window, at(100)).displaced,
+            0
+        );
+    }
+
+    #[test]
+    fn a_pod_whose_eviction_was_accepted_is_not_displaced() {
+        use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
+        // The Eviction API has let `a` go: it sits in disruptedPods, still Running and Ready.
+        let pdb = PodDisruptionBudget {
+            status: Some(PodDisruptionBudgetStatus {
+                disrupted_pods: Some([("a".to_owned(), Time(Timestamp::UNIX_EPOCH))].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let evicted = accepted_evictions(&[pdb, PodDisruptionBudget::default()]);
+        assert_eq!(evicted, BTreeSet::from(["a".to_owned()]));
+        let node_pods = [pod("a", "Running", true, false), pod("b", "Running", true, false)];
+        let signals = [signal("a", 100, true)];
+        let window = Duration::from_secs(90);
+        let d = displacement(&node_pods, &signals, &evicted, SurgeTrigger::Drain, window, at(100));
+        assert_eq!(d, Displacement { displaced: 1, on_draining_nodes: 2 }, "b only; a still holds the drain");
     }
 
     #[test]

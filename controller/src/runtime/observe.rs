@@ -7,13 +7,14 @@ use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ListParams};
 use kube::runtime::reflector::ObjectRef;
 
 use super::context::Context;
 use super::queue::Key;
-use crate::displaced::{self, SignaledPod, displacement, owning_deployment};
+use crate::displaced::{self, SignaledPod, accepted_evictions, displacement, owning_deployment};
 use crate::surge::Observed;
 use crate::surge::scaler;
 use crate::surge::state::SurgeState;
@@ -35,20 +36,36 @@ pub fn selector_query(selector: &LabelSelector) -> String {
     parts.join(",")
 }
 
+/// `pdbs` read afresh (one GET each; a deleted one is left out). Their status gates a surge
+/// and names the pods whose eviction was accepted; the disruption controller and the Eviction
+/// API rewrite it as pods come and go, and a cached copy can lag behind.
+pub async fn read_pdbs(
+    ctx: &Context,
+    namespace: &str,
+    pdbs: &[PodDisruptionBudget],
+) -> Result<Vec<PodDisruptionBudget>, kube::Error> {
+    let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), namespace);
+    let mut fresh = Vec::with_capacity(pdbs.len());
+    for pdb in pdbs {
+        fresh.extend(api.get_opt(pdb.metadata.name.as_deref().unwrap_or_default()).await?);
+    }
+    Ok(fresh)
+}
+
 /// The EAS named like `pdb` in `namespace`, from the cache.
 pub fn cached_eas(ctx: &Context, namespace: &str, pdb: &str) -> Option<Arc<EvictionAutoScaler>> {
     ctx.caches.eas.get(&ObjectRef::new(pdb).within(namespace))
 }
 
-/// Observes the Deployment `deployment` (cached or freshly read).
+/// Observes the Deployment `deployment` covered by `pdbs` (each cached or freshly read).
 pub async fn observe(
     ctx: &Context,
     key: &Key,
     deployment: Deployment,
+    pdbs: Vec<PodDisruptionBudget>,
     now: Timestamp,
 ) -> Result<Observed, kube::Error> {
     let (namespace, name) = key;
-    let pdbs = ctx.covering_pdbs(&deployment);
     let hpas: Vec<_> = ctx
         .caches
         .hpas
@@ -105,10 +122,12 @@ pub async fn observe(
         )
     });
     let current = current_signals(ctx, namespace, &on_draining, &signals, now).await?;
-    let mut displacement = displacement(&on_draining, &current, ctx.config().surge_trigger, window, now);
+    let evicted = accepted_evictions(&pdbs);
+    let trigger = ctx.config().surge_trigger;
+    let mut displacement = displacement(&on_draining, &current, &evicted, trigger, window, now);
     if let Some(expired_at) = expired_at.filter(|_| !surge_active) {
         let newer: Vec<_> = current.iter().filter(|s| s.at > expired_at).cloned().collect();
-        displacement = crate::displaced::displacement(&[], &newer, ctx.config().surge_trigger, window, now);
+        displacement = crate::displaced::displacement(&[], &newer, &evicted, trigger, window, now);
     }
     let first_eas =
         pdbs.first().and_then(|p| cached_eas(ctx, namespace, p.metadata.name.as_deref().unwrap_or_default()));

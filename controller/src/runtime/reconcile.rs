@@ -6,7 +6,6 @@ use std::sync::Arc;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
@@ -15,7 +14,7 @@ use tracing::{debug, info, instrument, warn};
 
 use super::context::Context;
 use super::housekeeping;
-use super::observe::observe;
+use super::observe::{observe, read_pdbs};
 use super::queue::Key;
 use crate::error::{self, Error};
 use crate::keda::ScaledObject;
@@ -34,15 +33,17 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
         return Ok(None);
     };
     let now = Timestamp::now();
-    let mut observed = observe(ctx, key, (*cached).clone(), now).await?;
+    let pdbs = ctx.covering_pdbs(&cached);
+    let mut observed = observe(ctx, key, (*cached).clone(), pdbs.clone(), now).await?;
     let mut plan = surge::plan(&observed, &ctx.config(), now);
     if matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged) {
-        // Surging rests on pods listed up to NODE_PODS_TTL ago; a PDB that just closed
-        // because kubectl's eviction went through would otherwise count the evicted pod as
-        // still displaced and surge for nothing. Re-list before scaling up.
+        // Surging rests on pods listed up to NODE_PODS_TTL ago and on cached PDBs; a budget
+        // that just closed because kubectl's eviction went through would otherwise count the
+        // evicted pod as still displaced and surge for nothing. Re-read both before scaling up.
         let new_signal = observed.new_signal;
         ctx.forget_node_pods();
-        observed = observe(ctx, key, (*cached).clone(), now).await?;
+        let pdbs = read_pdbs(ctx, &key.0, &pdbs).await?;
+        observed = observe(ctx, key, (*cached).clone(), pdbs, now).await?;
         observed.new_signal |= new_signal;
         plan = surge::plan(&observed, &ctx.config(), now);
     }
@@ -175,19 +176,11 @@ fn kind_name(kind: ScalerKind) -> &'static str {
     }
 }
 
-/// Replaces the cached Deployment, PDBs, HPAs and ScaledObjects with fresh reads. The PDB's
-/// status gates a surge, and the disruption controller rewrites it as pods turn Ready: a cached
-/// copy that lags shows a budget that has just opened as still closed.
+/// Replaces the cached Deployment, HPAs and ScaledObjects with fresh reads.
 async fn refresh(ctx: &Context, key: &Key, observed: &mut Observed) -> Result<(), kube::Error> {
     let (namespace, name) = key;
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
     observed.deployment = deployments.get(name).await?;
-    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), namespace);
-    let mut fresh = Vec::with_capacity(observed.pdbs.len());
-    for pdb in &observed.pdbs {
-        fresh.extend(pdbs.get_opt(pdb.metadata.name.as_deref().unwrap_or_default()).await?);
-    }
-    observed.pdbs = fresh;
     refresh_autoscalers(ctx, key, observed).await
 }
 
