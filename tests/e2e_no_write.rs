@@ -160,7 +160,7 @@ async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_th
     // Idle means nobody writes anything but a Lease: the revert's scale-down (the pod's
     // graceful deletion, then the controllers' status updates, which the product re-reads)
     // has finished when no other write has come for a few seconds.
-    let last_write = || env.requests().into_iter().filter(|r| r.is_write() && r.resource != "leases").last();
+    let last_write = || env.requests().into_iter().rfind(|r| r.is_write() && r.resource != "leases");
     let mut seen = last_write().map(|r| r.seq);
     let mut quiet_since = std::time::Instant::now();
     wait_for("the cluster to go quiet", LONG, || {
