@@ -3,6 +3,8 @@
 //!
 //! `NODES=5 PODS_PER_NODE=20 make cluster` shapes it.
 
+#[path = "../tests/support/kubectl.rs"]
+mod kubectl;
 // The tests' launcher; the audit-log readers it also has are for the tests.
 #[allow(dead_code)]
 #[path = "../tests/support/cluster.rs"]

@@ -4,6 +4,8 @@
 //! ports, names, certificate paths and security settings line up. The default install is
 //! applied for real with `kubectl apply -k deploy/`, re-applied unchanged and deleted.
 
+#[path = "support/kubectl.rs"]
+mod kubectl;
 #[path = "deploy_manifests/wiring.rs"]
 mod wiring;
 
@@ -96,24 +98,22 @@ fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy")
 }
 
-/// `kubectl` with its own HOME and cache (kubectl-protocol.md §0) and, optionally, a cluster.
+/// kubectl with a HOME of its own (removed with it) and, optionally, a cluster.
 struct Kubectl {
-    home: tempfile::TempDir,
-    kubeconfig: Option<PathBuf>,
+    env: kubectl::Kubectl,
+    _home: tempfile::TempDir,
 }
 
 impl Kubectl {
     fn new(kubeconfig: Option<&Path>) -> Self {
-        Self { home: tempfile::tempdir().expect("temp HOME"), kubeconfig: kubeconfig.map(Path::to_path_buf) }
+        let home = tempfile::tempdir().expect("temp HOME");
+        let kubeconfig = kubeconfig.map_or_else(|| home.path().join("none"), Path::to_path_buf);
+        Self { env: kubectl::Kubectl::new(&kubeconfig, home.path()), _home: home }
     }
 
     async fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = tokio::process::Command::new("kubectl");
-        cmd.args(args)
-            .env("HOME", self.home.path())
-            .env("KUBECACHEDIR", self.home.path().join("cache"))
-            .env("KUBECONFIG", self.kubeconfig.clone().unwrap_or_else(|| self.home.path().join("none")))
-            .kill_on_drop(true);
+        let mut cmd = tokio::process::Command::from(self.env.command());
+        cmd.args(args).kill_on_drop(true);
         cmd.output().await.expect("kubectl runs")
     }
 

@@ -10,7 +10,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::autoscalers::{KEDA_CRD, hpa, scaled_object};
+use support::autoscalers::{hpa, scaled_object};
 use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
@@ -38,7 +38,7 @@ async fn drain(env: &Env, node: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_maximum() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&deployment("demo", "web", 1, &[])).await;
@@ -82,8 +82,8 @@ async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_max
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
-    env.apply(KEDA_CRD).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let _keda = env.install_keda("demo").await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&deployment("demo", "web", 1, &[])).await;
@@ -127,8 +127,8 @@ async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setups_no_surge_can_help_are_degraded_with_the_reason_and_never_written() {
     // One node: every pod is on the drained node.
-    let mut env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
-    env.apply(KEDA_CRD).await;
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let _keda = env.install_keda("demo").await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     // KEDA plus a separate HPA on one Deployment.
@@ -178,7 +178,7 @@ async fn setups_no_surge_can_help_are_degraded_with_the_reason_and_never_written
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_zero_surge_override_lets_a_zero_max_surge_deployment_surge() {
-    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     let mut flags = FLAGS.to_vec();
     flags.push("--zero-surge-override=1");
     env.start_product(&flags).await;

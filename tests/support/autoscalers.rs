@@ -1,5 +1,5 @@
-//! Autoscaler fixtures: an HPA, KEDA's ScaledObject CRD (as little of it as kube-sim's KEDA
-//! emulation needs) and a ScaledObject, each targeting a Deployment of the same name.
+//! Autoscaler fixtures: an HPA, KEDA's ScaledObject CRD (as little of it as KEDA's operator
+//! needs) and a ScaledObject, each targeting a Deployment of the same name.
 
 use serde_json::json;
 

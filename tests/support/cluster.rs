@@ -15,6 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube_sim::RequestRecord;
+
+use super::kubectl::Kubectl;
 use serde_json::{Value, json};
 
 /// Controllers the tests rely on: workloads, PDB status, garbage collection, namespaces,
@@ -316,11 +318,10 @@ impl ControlPlane {
 
     /// Runs this version's kubectl as admin: stdout, or stdout and stderr as the error.
     pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new(kubectl_path())
+        let out = Kubectl::new(&self.kubeconfig_path(), &self.dir.path().join("kubectl-home"))
+            .first_on_path(&bin_dir())
+            .command()
             .args(args)
-            .env("KUBECONFIG", self.kubeconfig_path())
-            .env("HOME", self.dir.path())
-            .env("KUBECACHEDIR", self.dir.path().join("kubectl-cache"))
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("run {}: {e}", kubectl_path().display()))?;

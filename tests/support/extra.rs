@@ -44,8 +44,7 @@ impl Env {
 
     /// Starts kubectl in the background (same private HOME and cache as `Env::kubectl`).
     pub fn spawn_kubectl(&self, args: &[&str]) -> BackgroundKubectl {
-        let mut cmd = tokio::process::Command::new("kubectl");
-        self.kubectl_env(cmd.as_std_mut());
+        let mut cmd = tokio::process::Command::from(self.kubectl_runner().command());
         let child = cmd
             .args(args)
             .stdin(Stdio::null())

@@ -48,6 +48,7 @@ pub struct Env {
 }
 
 pub use cluster::ClusterShape;
+pub use kubectl::Kubectl;
 pub use recorder::{DeploymentState, Recorder};
 
 /// A loopback address nothing listens on yet (bound then released): where the webhook Service
@@ -269,7 +270,8 @@ impl Env {
 
     async fn command(&self, program: &str, args: &[&str], stdin: Option<&[u8]>) -> Output {
         let mut cmd = tokio::process::Command::new(program);
-        self.kubectl_env(cmd.as_std_mut())
+        self.kubectl_runner()
+            .apply(cmd.as_std_mut())
             .args(args)
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
@@ -281,19 +283,15 @@ impl Env {
         child.wait_with_output().await.expect("kubectl runs")
     }
 
-    /// What every kubectl the harness runs gets: the cluster's admin kubeconfig, a private
-    /// HOME and discovery cache, and on the real control plane the kubectl of its version
-    /// first on PATH (the machine's kubectl dispatcher ships none inside the skew).
-    pub fn kubectl_env<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
-        let home = self.dir.path().join("home");
-        cmd.env("KUBECONFIG", self.kubeconfig()).env("HOME", &home).env("KUBECACHEDIR", home.join("cache"));
-        if let Cluster::Real(_) = self.cluster {
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            let mut dirs = vec![cluster::bin_dir()];
-            dirs.extend(std::env::split_paths(&path));
-            cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+    /// kubectl with the cluster's admin kubeconfig and the test's private HOME; on the real
+    /// control plane the kubectl of its version (the machine's dispatcher ships none inside
+    /// the skew).
+    pub fn kubectl_runner(&self) -> Kubectl {
+        let kubectl = Kubectl::new(&self.kubeconfig(), &self.dir.path().join("home"));
+        match self.cluster {
+            Cluster::Real(_) => kubectl.first_on_path(&cluster::bin_dir()),
+            Cluster::Sim(_) => kubectl,
         }
-        cmd
     }
 
     /// Runs kubectl and fails the test with its stderr if it fails; returns stdout.
@@ -589,6 +587,8 @@ pub mod autoscalers;
 pub mod cluster;
 pub mod extra;
 pub mod install;
+pub mod keda;
+pub mod kubectl;
 pub mod metrics;
 pub mod pdbs;
 pub mod rbac;

@@ -3,7 +3,7 @@
 //! missed, unlike polling.
 
 use std::collections::HashSet;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -94,8 +94,8 @@ impl Env {
                         .count()
                 };
                 let before = watches();
-                let mut cmd = Command::new("kubectl");
-                self.kubectl_env(&mut cmd).args(["get", &resource]).args(name).args([
+                let mut cmd = self.kubectl_runner().command();
+                cmd.args(["get", &resource]).args(name).args([
                     "-n",
                     namespace,
                     "-w",

@@ -36,16 +36,8 @@ fn seeds_prints_ready_serves_kubectl_and_stops_on_sigterm() {
     BufReader::new(stdout).read_line(&mut line).expect("ready line");
     assert!(line.starts_with("kube-sim ready https://127.0.0.1:"), "{line}");
 
-    let home = dir.path().join("home");
-    let run = |args: &[&str]| {
-        Command::new(common::KUBECTL)
-            .args(args)
-            .env("KUBECONFIG", &kubeconfig)
-            .env("KUBECACHEDIR", dir.path().join("cache"))
-            .env("HOME", &home)
-            .output()
-            .expect("kubectl runs")
-    };
+    let kubectl = common::Kubectl::new(&kubeconfig, &dir.path().join("home"));
+    let run = |args: &[&str]| kubectl.command().args(args).output().expect("kubectl runs");
     let out = run(&["get", "configmap", "from-list", "-n", "team-a", "-o", "name"]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),

@@ -7,11 +7,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn kubectl(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(common::KUBECTL)
+    let out = common::Kubectl::new(&dir.join("kubeconfig"), &dir.join("home"))
+        .command()
         .args(args)
-        .env("KUBECONFIG", dir.join("kubeconfig"))
-        .env("KUBECACHEDIR", dir.join("cache"))
-        .env("HOME", dir.join("home"))
         .output()
         .expect("kubectl runs");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{KUBECTL, Run, Sim, client_from};
+use common::{Kubectl, Run, Sim, client_from};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams};
 
@@ -326,11 +326,9 @@ fn the_binary_writes_service_account_kubeconfigs() {
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("ready line");
     let run = |kubeconfig: &Path, args: &[&str]| {
-        Command::new(KUBECTL)
+        Kubectl::new(kubeconfig, &dir.path().join("home"))
+            .command()
             .args(args)
-            .env("KUBECONFIG", kubeconfig)
-            .env("KUBECACHEDIR", dir.path().join("cache"))
-            .env("HOME", dir.path().join("home"))
             .output()
             .expect("kubectl runs")
     };

@@ -11,8 +11,11 @@ use std::time::Duration;
 use kube_sim::{Cluster, Gvr, RequestRecord, Server, ServerOptions};
 use serde_json::Value;
 
-/// The kubectl the tests drive (a version dispatcher; see kubectl-protocol.md §0).
-pub const KUBECTL: &str = "/usr/bin/kubectl";
+/// The tests' one kubectl runner (private HOME and discovery cache), shared with the
+/// end-to-end harness.
+#[path = "../../../support/kubectl.rs"]
+pub mod kubectl;
+pub use kubectl::Kubectl;
 
 /// A running kube-sim plus private directories for kubectl.
 pub struct Sim {
@@ -82,15 +85,13 @@ impl Sim {
         self.kubectl_as(self.kubeconfig(), args).await
     }
 
-    /// Runs kubectl with another kubeconfig (e.g. a ServiceAccount's), with a discovery cache
-    /// of its own and the same private HOME.
+    /// Runs kubectl with another kubeconfig (e.g. a ServiceAccount's), with a HOME and
+    /// discovery cache of its own.
     pub async fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Run {
         let stem = kubeconfig.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let out = tokio::process::Command::new(KUBECTL)
+        let kubectl = Kubectl::new(kubeconfig, &self.dir.path().join(format!("home-{stem}")));
+        let out = tokio::process::Command::from(kubectl.command())
             .args(args)
-            .env("KUBECONFIG", kubeconfig)
-            .env("KUBECACHEDIR", self.dir.path().join(format!("cache-{stem}")))
-            .env("HOME", self.dir.path().join("home"))
             .current_dir(self.dir.path())
             .output()
             .await
