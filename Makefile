@@ -1,7 +1,8 @@
 # The two commands that do everything on a fresh machine:
 #   make demo   the product's main job on the embedded Kubernetes emulator (kube-sim);
 #               `make demo CLUSTER=real` runs it on the real control plane
-#   make test   every test (unit, component, end to end on kube-sim and on the real control plane)
+#   make test   every test (unit, component, kube-sim's own, end to end on the real control plane);
+#               `make test-unit` (no control plane) and `make test-e2e` are its two halves
 CARGO   ?= cargo
 KUBECTL ?= kubectl
 # Where `make demo` runs: sim (kube-sim, embedded) or real (tests/cluster/, built from Go modules).
@@ -9,7 +10,7 @@ CLUSTER ?= sim
 # cargo-nextest runs test binaries in parallel; plain `cargo test` is the fallback.
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: build test lint fmt crd demo bench cluster cluster-build check-tools check-kubectl
+.PHONY: build test test-unit test-e2e lint fmt crd demo bench cluster cluster-build check-tools check-kubectl
 
 check-tools:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found (install Rust with rustup: https://rustup.rs)"; exit 1; }
@@ -31,12 +32,32 @@ cluster-build:
 cluster: check-tools cluster-build
 	$(CARGO) run -q --example cluster
 
+# The end-to-end scenarios are the root package's tests/e2e_*.rs files.
+E2E_FILTER := binary(/^e2e_/)
+
 test: check-tools check-kubectl cluster-build
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast
 else
 	@echo "note: cargo-nextest not found (cargo install cargo-nextest); running cargo test"
 	$(CARGO) test --workspace --no-fail-fast
+endif
+
+# The fast loop: unit, component and kube-sim tests, no control plane needed.
+test-unit: check-tools check-kubectl
+ifeq ($(NEXTEST),yes)
+	$(CARGO) nextest run --workspace --no-fail-fast -E 'not $(E2E_FILTER)'
+else
+	$(CARGO) test --workspace --exclude eviction-autoscaler --no-fail-fast
+	$(CARGO) test -p eviction-autoscaler --no-fail-fast --bins --test cli --test deploy_manifests
+endif
+
+# Only the end-to-end scenarios, on the real control plane.
+test-e2e: check-tools cluster-build
+ifeq ($(NEXTEST),yes)
+	$(CARGO) nextest run --workspace --no-fail-fast -E '$(E2E_FILTER)'
+else
+	$(CARGO) test --no-fail-fast $(patsubst tests/%.rs,--test %,$(wildcard tests/e2e_*.rs))
 endif
 
 lint: check-tools

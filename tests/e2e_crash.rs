@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
+use support::{ClusterShape, Env, namespace, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const SURGE_KEYS: [&str; 2] =
@@ -17,9 +17,7 @@ const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--sign
 /// One replica behind `minAvailable: 1` in namespace `demo`, Ready; returns its node.
 async fn one_protected_replica(env: &Env) -> String {
     env.apply(&namespace("demo", &[])).await;
-    env.apply(&deployment("demo", "web", 1, &[])).await;
-    env.apply(&pdb("demo", "web", "web", serde_json::json!({"minAvailable": 1}))).await;
-    env.wait_ready("demo", "web", 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     env.node_of("demo", "web").await
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::scenario::{deployment_with_max_surge, surged, unsurged, wait_state};
-use support::{ClusterShape, Env, deployment, namespace, pdb};
+use support::{ClusterShape, Env, namespace, pdb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const LONG: Duration = Duration::from_secs(60);
@@ -189,9 +189,7 @@ async fn a_user_scale_mid_surge_is_kept_after_the_drain() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("demo", &[])).await;
-    env.apply(&deployment("demo", "web", 1, &[])).await;
-    env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
-    env.wait_ready("demo", "web", 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     let node = env.node_of("demo", "web").await;
     let history = env.record_deployment("demo", "web");
 

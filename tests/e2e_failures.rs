@@ -71,9 +71,7 @@ fn refused_scales(env: &Env) -> Vec<kube_sim::RequestRecord> {
 
 async fn one_protected_replica(env: &Env) -> String {
     env.apply(&namespace("demo", &[])).await;
-    env.apply(&deployment("demo", "web", 1, &[])).await;
-    env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
-    env.wait_ready("demo", "web", 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     env.node_of("demo", "web").await
 }
 

@@ -102,9 +102,7 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
     // Evictions reach replica a over TLS verified against that bundle; the basic install
     // surges a blocked kube-system Deployment. New Deployments reach replica b.
     env.route_webhook_to(a.webhook_addr).await;
-    env.apply(&deployment("kube-system", "dns", 1, &[])).await;
-    env.apply(&pdb("kube-system", "dns", "dns", json!({"minAvailable": 1}))).await;
-    env.wait_ready("kube-system", "dns", 1).await;
+    env.protected_workload("kube-system", "dns", 1, 1).await;
     let node = env.node_of("kube-system", "dns").await;
     let (ok, output) = env
         .kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=90s"])

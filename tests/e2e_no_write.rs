@@ -8,20 +8,12 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::json;
 use support::scenario::{surged, unsurged, wait_state};
-use support::{ClusterShape, Env, PRODUCT_AGENT, deployment, namespace, pdb, wait_for};
+use support::{ClusterShape, Env, PRODUCT_AGENT, namespace, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const LONG: Duration = Duration::from_secs(60);
 const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
-
-/// Deployment `namespace/name` (`replicas`) behind PDB `minAvailable: min_available`, Ready.
-async fn app(env: &Env, ns: &str, name: &str, replicas: i32, min_available: i32) {
-    env.apply(&deployment(ns, name, replicas, &[])).await;
-    env.apply(&pdb(ns, name, name, json!({"minAvailable": min_available}))).await;
-    env.wait_ready(ns, name, i64::from(replicas)).await;
-}
 
 /// Waits until the product has created the EvictionAutoScaler for PDB `ns/name`.
 async fn wait_eas(env: &Env, ns: &str, name: &str) {
@@ -36,7 +28,7 @@ async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
-    app(&env, "demo", "web", 1, 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     wait_eas(&env, "demo", "web").await;
     let node = env.node_of("demo", "web").await;
     let pod = env.pods_on("demo", "web", &node).await.remove(0);
@@ -53,7 +45,7 @@ async fn a_server_side_dry_run_drain_writes_nothing() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
-    app(&env, "demo", "web", 1, 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     let node = env.node_of("demo", "web").await;
 
     // kubectl retries the refused dry-run eviction until its timeout; only the requests matter.
@@ -85,8 +77,8 @@ async fn a_namespace_out_of_scope_is_never_written() {
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&namespace("elsewhere", &[])).await;
-    app(&env, "elsewhere", "api", 1, 1).await;
-    app(&env, "demo", "web", 1, 1).await;
+    env.protected_workload("elsewhere", "api", 1, 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     let out_of_scope = env.pods_on("elsewhere", "api", "node-1").await.remove(0);
     let in_scope = env.pods_on("demo", "web", "node-1").await.remove(0);
     let marker = env.record_deployment("demo", "web");
@@ -112,7 +104,7 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
     let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
-    app(&env, "demo", "web", 2, 1).await;
+    env.protected_workload("demo", "web", 2, 1).await;
     wait_eas(&env, "demo", "web").await;
     // As an operator checks before draining: the budget has room.
     wait_for("the PDB to allow one disruption", LONG, || async {
@@ -140,7 +132,7 @@ async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_th
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
-    app(&env, "demo", "web", 1, 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     let node = env.node_of("demo", "web").await;
     let history = env.record_deployment("demo", "web");
     let drain = env.kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]).await;

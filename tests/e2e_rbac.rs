@@ -106,9 +106,7 @@ async fn a_missing_permission_is_reported_without_a_crash_or_a_retry_loop() {
     env.expect_forbidden();
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("demo", &[])).await;
-    env.apply(&deployment("demo", "web", 1, &[])).await;
-    env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
-    env.wait_ready("demo", "web", 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     let role = env.get(&["clusterrole", "eviction-autoscaler"]).await.expect("the shipped ClusterRole");
     assert_eq!(role["rules"][0]["resources"], json!(["deployments"]), "rule 0 is about Deployments");
     env.kubectl_ok(&[

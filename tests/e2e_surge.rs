@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use support::metrics::metric_sum;
 use support::scenario::{SURGE_KEYS, wait_state};
-use support::{ClusterShape, Env, PRODUCT_AGENT, cluster, deployment, namespace, pdb, wait_for};
+use support::{ClusterShape, Env, PRODUCT_AGENT, cluster, namespace, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 
@@ -25,9 +25,7 @@ async fn a_blocked_drain_completes_on_real_kubernetes_and_the_deployment_reverts
 
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("demo", &[])).await;
-    env.apply(&deployment("demo", "web", 1, &[])).await;
-    env.apply(&pdb("demo", "web", "web", serde_json::json!({"minAvailable": 1}))).await;
-    env.wait_ready("demo", "web", 1).await;
+    env.protected_workload("demo", "web", 1, 1).await;
     wait_for("the PDB to allow 0 disruptions", Duration::from_secs(60), || async {
         let p = env.get(&["pdb", "-n", "demo", "web"]).await?;
         (p["status"]["observedGeneration"] == 1 && p["status"]["disruptionsAllowed"] == 0).then_some(())

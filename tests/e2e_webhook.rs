@@ -5,7 +5,7 @@
 mod support;
 
 use support::metrics::metric_sum;
-use support::{ClusterShape, Env, deployment, namespace, pdb};
+use support::{ClusterShape, Env, namespace};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const SIGNALS: &str = "eviction_autoscaler_webhook_signals_emitted_total";
@@ -17,9 +17,7 @@ async fn env_with_roomy_workload() -> Env {
     let mut env = Env::start_real(BIN, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
     env.start_product(&["--actioned-namespaces=apps", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("apps", &[])).await;
-    env.apply(&deployment("apps", "web", 2, &[])).await;
-    env.apply(&pdb("apps", "web", "web", serde_json::json!({"minAvailable": 1}))).await;
-    env.wait_ready("apps", "web", 2).await;
+    env.protected_workload("apps", "web", 2, 1).await;
     env
 }
 

@@ -4,6 +4,16 @@
 //! real `eviction-autoscaler` binary as a child process, and helpers to read the request log
 //! (kube-sim's, or the apiserver's audit log). Every scenario and the demo use it; none
 //! copies it.
+//!
+//! Adding a scenario: create `tests/e2e_<topic>.rs` (found without editing any list; nextest
+//! puts it in the `end-to-end` group) starting with `#[path = "support/mod.rs"] mod support;`.
+//! Each test starts its own cluster, `Env::start_real(BIN, ClusterShape { .. })`, so tests never
+//! share nodes, namespaces or drains (the product holds surges while *any* node drains). Then
+//! `env.start_product(&flags)`, objects with `env.apply(..)` ([`deployment`], [`pdb`],
+//! [`namespace`]), `kubectl` as an operator types it ([`Env::kubectl_combined`], [`Env::sh`]),
+//! object histories with [`Env::record_deployment`] (a watch: no state is missed), and the
+//! audit log through [`Env::requests`]. Wait with [`wait_for`] and a generous deadline; never
+//! sleep and hope. `E2E_KEEP_DIRS=1` keeps the logs and the audit log of a failed run.
 #![allow(dead_code)] // each test binary uses a different part
 
 use std::net::{SocketAddr, TcpListener};
@@ -540,6 +550,14 @@ pub fn namespace(name: &str, annotations: &[(&str, &str)]) -> String {
 }
 
 impl Env {
+    /// Deployment `namespace/name` (label `app=<name>`, `replicas`) behind a user PDB `name`
+    /// with `minAvailable: min_available`, every replica Ready: the workload a drain meets.
+    pub async fn protected_workload(&self, namespace: &str, name: &str, replicas: i32, min_available: i32) {
+        self.apply(&deployment(namespace, name, replicas, &[])).await;
+        self.apply(&pdb(namespace, name, name, serde_json::json!({"minAvailable": min_available}))).await;
+        self.wait_ready(namespace, name, i64::from(replicas)).await;
+    }
+
     /// Waits until Deployment `namespace/name` has `replicas` Ready replicas.
     pub async fn wait_ready(&self, namespace: &str, name: &str, replicas: i64) {
         let what = format!("{namespace}/{name} to have {replicas} Ready replicas");
