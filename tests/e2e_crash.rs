@@ -171,6 +171,10 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
     let follower = env.start_extra_product("follower", &flags).await;
     env.route_webhook_to(follower.webhook_addr).await;
     one_protected_replica(&env).await;
+    // A follower hands its signals over on the EvictionAutoScaler, which the holder creates once
+    // it has seen the PDB; a signal from before that is lost, and a drain's next retry (5 s)
+    // brings another. This single eviction waits for it instead.
+    env.wait_eas("demo", "web").await;
     let pod = env
         .kubectl_ok(&[
             "get",

@@ -15,21 +15,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const LONG: Duration = Duration::from_secs(60);
 const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
 
-/// Waits until the product has created the EvictionAutoScaler for PDB `ns/name`.
-async fn wait_eas(env: &Env, ns: &str, name: &str) {
-    wait_for(&format!("EAS {ns}/{name}"), LONG, || async {
-        env.get(&["evictionautoscalers", "-n", ns, name]).await.map(|_| ())
-    })
-    .await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 1, 1).await;
-    wait_eas(&env, "demo", "web").await;
+    env.wait_eas("demo", "web").await;
     let node = env.node_of("demo", "web").await;
     let pod = env.pods_on("demo", "web", &node).await.remove(0);
 
@@ -105,7 +97,7 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 2, 1).await;
-    wait_eas(&env, "demo", "web").await;
+    env.wait_eas("demo", "web").await;
     // As an operator checks before draining: the budget has room.
     wait_for("the PDB to allow one disruption", LONG, || async {
         let pdb = env.get(&["pdb", "-n", "demo", "web"]).await?;

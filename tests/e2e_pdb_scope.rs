@@ -21,15 +21,6 @@ async fn cluster(extra: &[&str]) -> Env {
     env
 }
 
-/// Waits for the EvictionAutoScaler `name` in `apps` (the product's per-PDB status object: a
-/// marker that it has seen the PDB and its Deployment).
-async fn wait_eas(env: &Env, name: &str) {
-    wait_for(&format!("EvictionAutoScaler apps/{name}"), Duration::from_secs(30), || async {
-        env.get(&["evictionautoscalers", "-n", "apps", name]).await.map(|_| ())
-    })
-    .await;
-}
-
 async fn annotate_namespace(env: &Env, value: &str) {
     env.kubectl_ok(&["annotate", "--overwrite", "namespace", "apps", &format!("{ENABLE}={value}")]).await;
 }
@@ -47,8 +38,8 @@ async fn user_pdbs_first_or_after_ours_remain_alone_and_are_never_written() {
     env.wait_pdb("apps", &ours("after"), "created", |_| true).await;
     env.apply(&pdb("apps", "after-pdb", "after", json!({"minAvailable": 1}))).await;
     env.wait_pdb_gone("apps", &ours("after")).await;
-    wait_eas(&env, "first-pdb").await;
-    wait_eas(&env, "after-pdb").await;
+    env.wait_eas("apps", "first-pdb").await;
+    env.wait_eas("apps", "after-pdb").await;
     env.wait_ready("apps", "first", 2).await;
     env.wait_ready("apps", "after", 2).await;
 
@@ -226,7 +217,7 @@ async fn with_the_webhook_down_the_watch_retires_ours_when_a_user_pdb_arrives() 
 
     env.apply(&pdb("apps", "chart-pdb", "web", json!({"maxUnavailable": 1}))).await;
     env.wait_pdb_gone("apps", &ours("web")).await;
-    wait_eas(&env, "chart-pdb").await;
+    env.wait_eas("apps", "chart-pdb").await;
     assert_eq!(env.pdb_names("apps"), vec!["chart-pdb".to_owned()], "exactly the user's PDB remains");
     assert!(env.product_pdb_writes("apps", "chart-pdb").is_empty(), "the user's PDB was never written");
     assert_eq!(env.pdb_actions("retired").await, 1, "one retirement counted");

@@ -436,6 +436,9 @@ pub const KEEP_DIRS: &str = "E2E_KEEP_DIRS";
 
 impl Drop for Env {
     fn drop(&mut self) {
+        // The product stops while the cluster still answers (its Lease released, a clean
+        // shutdown), not after: fields drop in order, and the cluster comes first.
+        self.product = None;
         if std::env::var_os(KEEP_DIRS).is_some() {
             let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
             eprintln!("test files kept in {}", dir.keep().display());

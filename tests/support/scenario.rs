@@ -126,6 +126,15 @@ impl Env {
         .await
     }
 
+    /// Waits for the EvictionAutoScaler `namespace/name` (named like its PDB): a marker that
+    /// the product has seen the PDB and its Deployment.
+    pub async fn wait_eas(&self, namespace: &str, name: &str) {
+        wait_for(&format!("EvictionAutoScaler {namespace}/{name}"), Duration::from_secs(60), || async {
+            self.get(&["evictionautoscalers", "-n", namespace, name]).await.map(|_| ())
+        })
+        .await;
+    }
+
     /// Waits until the EvictionAutoScaler `namespace/name` reports `pod` as its last eviction
     /// in its status: proof that the product evaluated the Deployment after seeing the signal.
     pub async fn wait_eas_last_eviction(&self, namespace: &str, name: &str, pod: &str) {

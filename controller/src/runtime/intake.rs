@@ -145,7 +145,12 @@ async fn record_on_eas(
     let api: Api<EvictionAutoScaler> = Api::namespaced(ctx.client.clone(), namespace);
     match api.patch(eas, &PatchParams::default(), &Patch::Merge(last_eviction_patch(pod, at))).await {
         Ok(_) => Ok(()),
-        Err(e) if error::is_not_found(&e) => Ok(()),
+        Err(e) if error::is_not_found(&e) => {
+            // The holder creates it once it has seen the PDB; a drain's next retry brings a
+            // new signal by then.
+            debug!(eas, pod, "no EvictionAutoScaler yet to record the eviction on");
+            Ok(())
+        }
         Err(e) => Err(e),
     }
 }
