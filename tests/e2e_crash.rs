@@ -53,7 +53,7 @@ async fn wait_reverted(env: &Env, what: &str) {
 
 /// Sequence numbers of successful product writes to Deployments.
 fn scale_write_seqs(env: &Env) -> Vec<u64> {
-    env.product_writes_to("deployments").into_iter().filter(|r| r.code < 300).map(|r| r.seq).collect()
+    env.acknowledged_writes_to("deployments").into_iter().map(|r| r.seq).collect()
 }
 
 /// Sequence number of the last successful eviction (the drain's end, as the server saw it).

@@ -250,8 +250,17 @@ async fn an_outside_writer_resetting_replicas_gets_bounded_resurges_not_a_write_
     assert_eq!(surges(&states), 3, "the surge and two re-surges, no more: {states:?}");
     // Surge, 3 override records (annotation only), 2 re-surges.
     assert!(writes_at_give_up <= 6, "bounded writes: {:?}", env.deployment_writes("demo", "web"));
-    let attempts = env.product_writes().into_iter().filter(|r| r.resource == "deployments").count();
-    assert!(attempts <= 10, "conflict retries are bounded too: {attempts}");
+    // A 409 means someone else wrote the Deployment between our read and our write (on a real
+    // cluster mostly the deployment controller's status updates); each is retried once after a
+    // fresh read, so conflicts never outnumber the other writers' writes: no hot loop.
+    let conflicts = env.product_writes_to("deployments").into_iter().filter(|r| r.code == 409).count();
+    let others = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "deployments" && r.name == "web" && r.is_write())
+        .filter(|r| !r.user_agent.starts_with(support::PRODUCT_AGENT))
+        .count();
+    assert!(conflicts <= others, "{conflicts} conflict retries for {others} writes by others");
 
     env.kubectl_ok(&["uncordon", &node]).await;
     let last = wait_state(&history, "surge annotations gone", LONG, unsurged).await;

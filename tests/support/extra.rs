@@ -177,6 +177,13 @@ impl Env {
     pub fn product_writes_to(&self, resource: &str) -> Vec<kube_sim::RequestRecord> {
         self.product_writes().into_iter().filter(|r| r.resource == resource).collect()
     }
+
+    /// Product writes to `resource` that took effect: a 409 is a conditional write that lost a
+    /// race with another writer (on a real cluster, often a controller's status update) and is
+    /// re-read and planned again.
+    pub fn acknowledged_writes_to(&self, resource: &str) -> Vec<kube_sim::RequestRecord> {
+        self.product_writes_to(resource).into_iter().filter(|r| r.code < 300).collect()
+    }
 }
 
 impl Env {

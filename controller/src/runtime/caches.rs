@@ -19,7 +19,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use crate::keda::ScaledObject;
 
@@ -173,6 +173,8 @@ where
                     warn!(
                         "the EvictionAutoScaler CRD is not installed (kubectl apply -f deploy/base/crd.yaml); not ready until it is"
                     );
+                } else if is_expired(&e) {
+                    debug!(%kind, "watch expired (410 Gone); listing again");
                 } else {
                     warn!(%kind, error = %e, "watch failed; retrying with back-off")
                 }
@@ -181,12 +183,27 @@ where
     }
 }
 
+/// A watch whose resourceVersion the apiserver's watch cache has moved past (410 Gone): routine
+/// on a real apiserver, and the watcher lists again by itself, so it is no warning.
+fn is_expired(error: &watcher::Error) -> bool {
+    matches!(error, watcher::Error::WatchError(status) if status.code == 410)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::api::apps::v1::DeploymentSpec;
     use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus, PodSpec, PodTemplateSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    #[test]
+    fn an_expired_watch_is_routine_and_other_watch_errors_are_not() {
+        let status =
+            |code| Box::new(kube::core::Status { code, reason: "Expired".into(), ..Default::default() });
+        assert!(is_expired(&watcher::Error::WatchError(status(410))));
+        assert!(!is_expired(&watcher::Error::WatchError(status(500))));
+        assert!(!is_expired(&watcher::Error::NoResourceVersion));
+    }
 
     #[test]
     fn trims_keep_what_decisions_read() {
