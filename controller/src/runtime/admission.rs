@@ -65,8 +65,8 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
             Admitted::DeploymentCreated(d) => {
                 // Any replica: the PDB should exist before the Deployment's pods do.
                 if ctx.config().controller_enabled
-                    && let Some(uid) = ctx.crd_uid.get()
-                    && let Err(e) = pdbs::admitted_deployment(&ctx, &d, uid).await
+                    && let Some(uid) = ctx.crd_uid()
+                    && let Err(e) = pdbs::admitted_deployment(&ctx, &d, &uid).await
                 {
                     debug!(error = %e, "default PDB at admission failed; the reconciler will create it");
                 }

@@ -80,8 +80,9 @@ pub struct Context {
     pub leader: watch::Receiver<bool>,
     /// Whether the caches have synced.
     pub synced: AtomicBool,
-    /// UID of the EvictionAutoScaler CRD (owner of default PDBs), once read.
-    pub crd_uid: std::sync::OnceLock<String>,
+    /// UID of the EvictionAutoScaler CRD (owner of default PDBs) while it exists: kept by a
+    /// watch, so a deleted CRD stops default-PDB creation and a re-created one is the owner.
+    crd_uid: Mutex<Option<String>>,
     /// Per-Deployment memory.
     memory: Mutex<HashMap<Key, Memory>>,
     /// Names of draining nodes.
@@ -120,7 +121,7 @@ impl Context {
             queue: WorkQueue::default(),
             leader,
             synced: AtomicBool::new(false),
-            crd_uid: std::sync::OnceLock::new(),
+            crd_uid: Mutex::new(None),
             memory: Mutex::default(),
             draining: Mutex::default(),
             node_pods: Mutex::default(),
@@ -228,6 +229,16 @@ impl Context {
     }
 
     /// Cached PDBs covering the pods of `deployment`.
+    /// The EvictionAutoScaler CRD's UID, if it exists (see [`Context::set_crd_uid`]).
+    pub fn crd_uid(&self) -> Option<String> {
+        lock(&self.crd_uid).clone()
+    }
+
+    /// Records the CRD's UID as read or watched (`None`: deleted, or not readable).
+    pub fn set_crd_uid(&self, uid: Option<String>) {
+        *lock(&self.crd_uid) = uid;
+    }
+
     pub fn covering_pdbs(&self, deployment: &Deployment) -> Vec<PodDisruptionBudget> {
         let mut pdbs: Vec<PodDisruptionBudget> = self
             .caches

@@ -191,6 +191,7 @@ impl Controller {
             ));
         }
         tasks.spawn(watch_keda(ctx.clone()));
+        tasks.spawn(watch_own_crd(ctx.clone()));
         tasks.spawn(sync_then_work(ctx.clone(), readiness.clone()));
         // Intake ends when the webhook drops its queues; that is not a failure.
         let intake = [
@@ -238,9 +239,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     if !ctx.caches.wait_until_ready().await {
         return;
     }
-    if let Some(uid) = pdbs::crd_uid(&ctx).await {
-        let _ = ctx.crd_uid.set(uid);
-    }
+    ctx.set_crd_uid(pdbs::crd_uid(&ctx).await);
     ctx.synced.store(true, Ordering::Release);
     readiness.set_caches_synced(true);
     info!("caches synced");
@@ -281,9 +280,9 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
             continue; // followers only keep caches and record signals
         }
         let result = match reconcile::reconcile(&ctx, &key).await {
-            Ok(next) => match ctx.crd_uid.get() {
+            Ok(next) => match ctx.crd_uid() {
                 Some(uid) => {
-                    pdbs::reconcile_deployment(&ctx, &key, uid).await.map(|()| next).map_err(Error::from)
+                    pdbs::reconcile_deployment(&ctx, &key, &uid).await.map(|()| next).map_err(Error::from)
                 }
                 None => Ok(next),
             },
@@ -313,6 +312,41 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
 pub(super) fn instant_at(at: Timestamp) -> tokio::time::Instant {
     let ahead = at.duration_since(Timestamp::now());
     tokio::time::Instant::now() + Duration::try_from(ahead).unwrap_or(Duration::ZERO)
+}
+
+/// Keeps the EvictionAutoScaler CRD's UID current: deleted (an uninstall, or a reinstall that
+/// replaces it), no default PDB is created with the vanished owner, which the garbage collector
+/// would delete at once; created again, its new UID is the owner.
+async fn watch_own_crd(ctx: Arc<Context>) {
+    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", pdbs::EAS_CRD));
+    let mut stream = std::pin::pin!(watcher(crds, config).default_backoff());
+    // A re-list reports what exists, not what was deleted meanwhile.
+    let mut listed = false;
+    while let Some(event) = stream.next().await {
+        let uid = match event {
+            Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => {
+                listed = true;
+                crd.metadata.uid
+            }
+            Ok(watcher::Event::Init) => {
+                listed = false;
+                continue;
+            }
+            Ok(watcher::Event::InitDone) if listed => continue,
+            Ok(watcher::Event::Delete(_) | watcher::Event::InitDone) => None,
+            Err(_) => continue,
+        };
+        if ctx.crd_uid() == uid {
+            continue;
+        }
+        match &uid {
+            Some(uid) => info!(%uid, "the EvictionAutoScaler CRD is installed: it owns the default PDBs"),
+            None => warn!("the EvictionAutoScaler CRD is gone: no default PDB is created until it is back"),
+        }
+        ctx.set_crd_uid(uid);
+        ctx.schedule_all();
+    }
 }
 
 /// Watches for KEDA's CRD; once it exists, starts the ScaledObject cache (also when KEDA is
