@@ -228,7 +228,6 @@ impl Context {
         self.caches.deployments.get(&ObjectRef::new(&key.1).within(&key.0))
     }
 
-    /// Cached PDBs covering the pods of `deployment`.
     /// The EvictionAutoScaler CRD's UID, if it exists (see [`Context::set_crd_uid`]).
     pub fn crd_uid(&self) -> Option<String> {
         lock(&self.crd_uid).clone()
@@ -239,6 +238,7 @@ impl Context {
         *lock(&self.crd_uid) = uid;
     }
 
+    /// Cached PDBs covering the pods of `deployment`.
     pub fn covering_pdbs(&self, deployment: &Deployment) -> Vec<PodDisruptionBudget> {
         let mut pdbs: Vec<PodDisruptionBudget> = self
             .caches
