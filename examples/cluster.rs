@@ -5,6 +5,8 @@
 
 #[path = "../tests/support/kubectl.rs"]
 mod kubectl;
+#[path = "../tests/support/netns.rs"]
+mod netns;
 // The tests' launcher; the audit-log readers it also has are for the tests.
 #[allow(dead_code)]
 #[path = "../tests/support/cluster.rs"]
@@ -26,7 +28,7 @@ async fn main() {
          Press Ctrl-C to stop every process.",
         plane.server,
         plane.kubeconfig_path().display(),
-        cluster::kubectl_path().display(),
+        plane.bin_dir().join("kubectl").display(),
         plane.audit_log_path().display(),
     );
     let _ = tokio::signal::ctrl_c().await;

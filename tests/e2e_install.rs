@@ -1,9 +1,12 @@
-//! The shipped install, end to end: `kubectl apply -k` of deploy/ onto kube-sim, the binary run
-//! locally the way the rendered Deployment's pod runs it (args, env, the ConfigMap as
-//! `--config`) as the shipped ServiceAccount under kube-sim's RBAC, the webhook Service routed
-//! to its local port. Self-managed certificates (one Secret for two replicas, `caBundle` kept
-//! filled, rotation without a failed webhook call), the seed's three install modes, a
-//! ConfigMap edit taking effect without a restart, and uninstall.
+//! The shipped install, end to end on the real control plane: `kubectl apply -k` of deploy/, the
+//! binary run locally the way the rendered Deployment's pod runs it (args, env, the ConfigMap
+//! as `--config`) as the shipped ServiceAccount under the real RBAC authorizer, and the
+//! apiserver calling the webhook through the shipped `clientConfig.service` (the service
+//! network routes the Service's ClusterIP to a replica's local port; support/netns.rs).
+//! Self-managed certificates (one Secret for two replicas, `caBundle` kept filled, rotation
+//! without a failed webhook call), Pod Security `restricted`, replicas told apart in the audit
+//! log, the seed's three install modes, a ConfigMap edit taking effect without a restart, and
+//! uninstall (with the cleanup command, or the CRD's deletion through the garbage collector).
 
 #[path = "support/mod.rs"]
 mod support;
@@ -15,7 +18,9 @@ use support::install::{CONFIG_MAP, TLS_SECRET, WEBHOOK_CONFIGURATION};
 use support::metrics::metric_sum;
 use support::pdbs::is_owned;
 use support::rbac::{grants, unused};
-use support::{ClusterShape, Env, PRODUCT_ACCOUNT, PRODUCT_AGENT, deployment, namespace, pdb, wait_for};
+use support::{
+    ClusterOptions, ClusterShape, Env, PRODUCT_ACCOUNT, PRODUCT_AGENT, deployment, namespace, pdb, wait_for,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const NS: &str = PRODUCT_ACCOUNT.0;
@@ -68,13 +73,15 @@ fn product_creates(env: &Env, resource: &str) -> usize {
         .count()
 }
 
-fn webhook_failures(env: &Env) -> Vec<kube_sim::WebhookFailure> {
-    env.sim().cluster().request_log().webhook_failures()
+/// A real control plane of `nodes` nodes whose apiserver reaches Services.
+async fn cluster(nodes: usize) -> Env {
+    let options = ClusterOptions { service_network: true, ..ClusterOptions::default() };
+    Env::start_real_with(BIN, ClusterShape { nodes, pods_per_node: 110 }, options).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_filled() {
-    let env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let env = cluster(2).await;
     let objects = env.install(".").await;
     env.project_config();
     let template = env.pod_template(&objects);
@@ -119,12 +126,16 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
     env.apply(&deployment("default", "web", 1, &[])).await;
     let reviews = metric_sum(&b.metrics().await, REQUESTS, &["path=\"/validate-deployment\""]);
     assert!(reviews >= 1.0, "replica b reviewed the new Deployment");
-    assert_eq!(webhook_failures(&env), [], "every webhook call succeeded over verified TLS");
+    assert_eq!(
+        env.failed_open_calls(),
+        Vec::<Value>::new(),
+        "every webhook call succeeded over verified TLS"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
-    let env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let env = cluster(1).await;
     let objects = env.install(".").await;
     env.project_config();
     let template = env.pod_template(&objects);
@@ -149,7 +160,7 @@ async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
     assert_ne!(first_cert, now_cert, "the Secret holds a new serving certificate");
     let reviews = metric_sum(&metrics, REQUESTS, &["path=\"/validate-deployment\""]);
     assert_eq!(reviews, f64::from(creates), "every Deployment create was reviewed");
-    assert_eq!(webhook_failures(&env), [], "no webhook call failed during rotations");
+    assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed during rotations");
     // The certificate permissions the component grants were all needed (rotation = update).
     let grants = grants("deploy/components/self-managed-certs/rbac.yaml");
     let unused: Vec<String> = unused(&grants, &env.requests()).iter().map(ToString::to_string).collect();
@@ -159,7 +170,7 @@ async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
 /// Installs `overlay`, starts one replica, and creates namespaces `production`, `team` and
 /// `opted-out` (annotated off) with a Deployment `web` each, plus one in kube-system.
 async fn mode(overlay: &str) -> (Env, support::Product) {
-    let env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let env = cluster(1).await;
     let objects = env.install(overlay).await;
     env.project_config();
     let template = env.pod_template(&objects);

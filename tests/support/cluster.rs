@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use kube_sim::RequestRecord;
 
 use super::kubectl::Kubectl;
+use super::netns::ServiceNetwork;
 use serde_json::{Value, json};
 
 /// Controllers the tests rely on: workloads, PDB status, garbage collection, namespaces,
@@ -46,6 +47,11 @@ rules:
 - level: Metadata
 "#;
 
+/// The Services' ClusterIP range.
+const SERVICE_CIDR: &str = "10.96.0.0/16";
+/// The Service port the service network proxies: the webhook's, as deploy/ ships it.
+pub const SERVICE_PORT: u16 = 443;
+
 /// The admin user of the static token file (group `system:masters`).
 pub const ADMIN_USER: &str = "admin";
 
@@ -62,36 +68,54 @@ impl Default for ClusterShape {
     }
 }
 
-/// Where the control plane's binaries are: `$CLUSTER_BIN_DIR`, else
-/// `target/cluster/<KUBE_VERSION>/` (the version from `tests/cluster/versions.env`).
-pub fn bin_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CLUSTER_BIN_DIR") {
+/// How a control plane is set up besides its [`ClusterShape`].
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOptions {
+    /// The Kubernetes version (a `target/cluster/` directory); default `KUBE_VERSION`.
+    pub version: Option<String>,
+    /// Runs the control plane in a network namespace where Service ClusterIPs lead to backends
+    /// the test names ([`ControlPlane::route_service`]), so webhooks configured with
+    /// `clientConfig.service` are called as shipped (see `netns.rs`).
+    pub service_network: bool,
+}
+
+/// Where the control plane's binaries of `version` are: `$CLUSTER_BIN_DIR` (for the default
+/// version), else `target/cluster/<version>/`.
+pub fn bin_dir_of(version: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("CLUSTER_BIN_DIR").filter(|_| version == kube_version()) {
         return dir.into();
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cluster").join(kube_version())
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cluster").join(version)
 }
 
 /// `KUBE_VERSION` from `tests/cluster/versions.env`: the one place the version is set.
 pub fn kube_version() -> String {
+    version_setting("KUBE_VERSION")
+}
+
+/// `OLDEST_KUBE_VERSION`: the oldest Kubernetes the product supports.
+pub fn oldest_kube_version() -> String {
+    version_setting("OLDEST_KUBE_VERSION")
+}
+
+fn version_setting(key: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/versions.env");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     text.lines()
-        .find_map(|l| l.strip_prefix("KUBE_VERSION="))
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
         .map(|v| v.trim().to_owned())
-        .unwrap_or_else(|| panic!("{} sets no KUBE_VERSION", path.display()))
-}
-
-/// The `kubectl` built at the control plane's version (never the machine's: see
-/// tests/cluster/README.md).
-pub fn kubectl_path() -> PathBuf {
-    bin_dir().join("kubectl")
+        .unwrap_or_else(|| panic!("{} sets no {key}", path.display()))
 }
 
 /// A running control plane.
 pub struct ControlPlane {
     dir: tempfile::TempDir,
+    /// Its binaries (`target/cluster/<version>/`).
+    bins: PathBuf,
     /// Started processes, in start order (stopped in reverse).
     processes: Vec<(&'static str, Child)>,
+    /// Where the components run when [`ClusterOptions::service_network`] is set.
+    network: Option<ServiceNetwork>,
     /// `https://127.0.0.1:<port>`.
     pub server: String,
     /// PEM of the CA that signed the apiserver's serving certificate.
@@ -104,7 +128,12 @@ impl ControlPlane {
     /// nodes, and waits until `/readyz` is green and every node is Ready and untainted. A port
     /// taken by a parallel test between picking and binding is retried with new ports.
     pub fn start(shape: &ClusterShape) -> ControlPlane {
-        let bins = bin_dir();
+        Self::start_with(shape, &ClusterOptions::default())
+    }
+
+    /// [`ControlPlane::start`] with `options`.
+    pub fn start_with(shape: &ClusterShape, options: &ClusterOptions) -> ControlPlane {
+        let bins = bin_dir_of(options.version.as_deref().unwrap_or(&kube_version()));
         for bin in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl"]
         {
             assert!(
@@ -116,7 +145,7 @@ impl ControlPlane {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match Self::try_start(shape) {
+            match Self::try_start(shape, options, &bins) {
                 Ok(plane) => return plane,
                 Err(e) if attempt < 3 && e.contains("address already in use") => continue,
                 Err(e) => panic!("the control plane did not start: {e}"),
@@ -124,7 +153,11 @@ impl ControlPlane {
         }
     }
 
-    fn try_start(shape: &ClusterShape) -> Result<ControlPlane, String> {
+    fn try_start(
+        shape: &ClusterShape,
+        options: &ClusterOptions,
+        bins: &Path,
+    ) -> Result<ControlPlane, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let pki = write_pki(dir.path());
         let tokens: Vec<(String, String)> =
@@ -143,7 +176,18 @@ impl ControlPlane {
         write(&dir.path().join("audit-policy.yaml"), AUDIT_POLICY);
         let [etcd_port, peer_port, api_port] = free_ports();
         let server = format!("https://127.0.0.1:{api_port}");
-        let mut plane = ControlPlane { dir, processes: Vec::new(), server, ca_pem: pki.ca_pem, tokens };
+        let mut plane = ControlPlane {
+            dir,
+            bins: bins.to_owned(),
+            processes: Vec::new(),
+            network: None,
+            server,
+            ca_pem: pki.ca_pem,
+            tokens,
+        };
+        if options.service_network {
+            plane.enter_service_network(api_port)?;
+        }
         let d = plane.dir.path().to_owned();
         let path = |name: &str| d.join(name).display().to_string();
 
@@ -163,8 +207,8 @@ impl ControlPlane {
                 "--log-level=warn",
             ],
         )?;
-        plane.wait("etcd /health", Duration::from_secs(30), |_| {
-            http_ok(&format!("127.0.0.1:{etcd_port}"), "/health")
+        plane.wait("etcd /health", Duration::from_secs(30), |p| {
+            p.dial(([127, 0, 0, 1], etcd_port).into()).is_ok_and(|s| http_ok(s, "/health"))
         })?;
 
         plane.spawn(
@@ -184,7 +228,7 @@ impl ControlPlane {
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 &format!("--service-account-key-file={}", path("sa.pub")),
                 &format!("--service-account-signing-key-file={}", path("sa.key")),
-                "--service-cluster-ip-range=10.96.0.0/16",
+                &format!("--service-cluster-ip-range={SERVICE_CIDR}"),
                 &format!("--audit-policy-file={}", path("audit-policy.yaml")),
                 &format!("--audit-log-path={}", path("audit.log")),
                 "--audit-log-format=json",
@@ -230,7 +274,7 @@ impl ControlPlane {
 
         plane.create_nodes(shape)?;
         let kwok = plane.write_kubeconfig("kwok.kubeconfig", "kwok");
-        let stages = bin_dir().join("kwok-stages.yaml");
+        let stages = plane.bins.join("kwok-stages.yaml");
         plane.spawn(
             "kwok",
             &[
@@ -260,6 +304,49 @@ impl ControlPlane {
             p.kubectl(&["get", "serviceaccount", "default", "-n", "default"]).is_ok()
         })?;
         Ok(plane)
+    }
+
+    /// Starts the network namespace the components will run in, kube-proxy's part for
+    /// [`SERVICE_PORT`], and the forward of the host's `api_port` to the apiserver inside.
+    fn enter_service_network(&mut self, api_port: u16) -> Result<(), String> {
+        self.spawn_command("netns", Command::new("unshare").args(["--net", "sleep", "infinity"]))?;
+        let network = ServiceNetwork::new(&self.processes[0].1, SERVICE_CIDR)?;
+        network
+            .proxy_services(SERVICE_PORT)
+            .map_err(|e| format!("kube-proxy's listener on :{SERVICE_PORT}: {e}"))?;
+        // Racing a parallel test for the port is retried like any clash.
+        let listener = std::net::TcpListener::bind(("127.0.0.1", api_port))
+            .map_err(|e| format!("forward 127.0.0.1:{api_port}: {e}: address already in use"))?;
+        network.forward_in(listener, ([127, 0, 0, 1], api_port).into());
+        self.network = Some(network);
+        Ok(())
+    }
+
+    /// Sends connections to Service address `service` (`ClusterIP:port`) to `backend` on the
+    /// host's loopback. Needs [`ClusterOptions::service_network`].
+    pub fn route_service(&self, service: std::net::SocketAddr, backend: std::net::SocketAddr) {
+        self.network
+            .as_ref()
+            .expect("a control plane started with a service network")
+            .route(service, backend);
+    }
+
+    /// Whether Services are routed ([`ClusterOptions::service_network`]).
+    pub fn has_service_network(&self) -> bool {
+        self.network.is_some()
+    }
+
+    /// Its binaries' directory (kubectl of its version included).
+    pub fn bin_dir(&self) -> &Path {
+        &self.bins
+    }
+
+    /// A connection to `addr` where the components run.
+    fn dial(&self, addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpStream> {
+        match &self.network {
+            Some(network) => network.connect(addr),
+            None => std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)),
+        }
     }
 
     /// The admin kubeconfig (user `admin`, group `system:masters`).
@@ -319,12 +406,12 @@ impl ControlPlane {
     /// Runs this version's kubectl as admin: stdout, or stdout and stderr as the error.
     pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
         let out = Kubectl::new(&self.kubeconfig_path(), &self.dir.path().join("kubectl-home"))
-            .first_on_path(&bin_dir())
+            .first_on_path(&self.bins)
             .command()
             .args(args)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("run {}: {e}", kubectl_path().display()))?;
+            .map_err(|e| format!("run {}: {e}", self.bins.join("kubectl").display()))?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if out.status.success() {
             Ok(stdout)
@@ -356,11 +443,21 @@ impl ControlPlane {
         self.kubectl(&["create", "-f", &file.display().to_string()]).map(drop)
     }
 
+    /// Starts component `name` with `args` (inside the service network, if any).
     fn spawn(&mut self, name: &'static str, args: &[&str]) -> Result<(), String> {
+        let program = self.bins.join(name);
+        let mut cmd = match &self.network {
+            Some(network) => network.command(&program),
+            None => Command::new(&program),
+        };
+        cmd.args(args);
+        self.spawn_command(name, &mut cmd)
+    }
+
+    fn spawn_command(&mut self, name: &'static str, cmd: &mut Command) -> Result<(), String> {
         let log =
             std::fs::File::create(self.dir.path().join(format!("{name}.log"))).map_err(|e| e.to_string())?;
-        let child = Command::new(bin_dir().join(name))
-            .args(args)
+        let child = cmd
             .current_dir(self.dir.path())
             .env("HOME", self.dir.path())
             .stdin(Stdio::null())
@@ -543,12 +640,11 @@ fn random_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A plain-HTTP GET answered 200.
-fn http_ok(addr: &str, path: &str) -> bool {
+/// A plain-HTTP GET on `stream` answered 200.
+fn http_ok(mut stream: std::net::TcpStream, path: &str) -> bool {
     use std::io::Write as _;
-    let Ok(mut stream) = std::net::TcpStream::connect(addr) else { return false };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
     let mut response = String::new();
     stream.write_all(request.as_bytes()).is_ok()
         && stream.read_to_string(&mut response).is_ok()

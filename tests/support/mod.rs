@@ -57,7 +57,7 @@ pub struct Env {
     forbidden_expected: std::sync::atomic::AtomicBool,
 }
 
-pub use cluster::ClusterShape;
+pub use cluster::{ClusterOptions, ClusterShape};
 #[allow(unused_imports)] // each scenario uses a part
 pub use fixtures::{deployment, namespace, pdb};
 pub use kubectl::Kubectl;
@@ -95,8 +95,18 @@ impl Env {
     /// prepares it as [`Env::start`] does; the webhook is reached at a `clientConfig.url` on
     /// loopback (the Service has no route to a local process).
     pub async fn start_real(bin: impl Into<PathBuf>, shape: ClusterShape) -> Env {
+        Env::start_real_with(bin, shape, ClusterOptions::default()).await
+    }
+
+    /// [`Env::start_real`] with `options`: another Kubernetes version, or the service network
+    /// that calls the webhook through its shipped `clientConfig.service`.
+    pub async fn start_real_with(
+        bin: impl Into<PathBuf>,
+        shape: ClusterShape,
+        options: ClusterOptions,
+    ) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
-        let plane = tokio::task::spawn_blocking(move || cluster::ControlPlane::start(&shape))
+        let plane = tokio::task::spawn_blocking(move || cluster::ControlPlane::start_with(&shape, &options))
             .await
             .expect("the control plane start does not panic");
         Env::prepare(dir, Cluster::Real(plane), bin.into(), free_addr()).await
@@ -200,8 +210,8 @@ impl Env {
     }
 
     /// Applies `deploy/base/webhook.yaml` with every `caBundle` set to our CA. On the real
-    /// control plane each webhook's `clientConfig.service` becomes a `url` on loopback at
-    /// `webhook_addr`, with the same path.
+    /// control plane without a service network each webhook's `clientConfig.service` becomes a
+    /// `url` on loopback at `webhook_addr`, with the same path.
     pub async fn register_webhook(&self) {
         use base64::Engine as _;
         let text =
@@ -212,7 +222,9 @@ impl Env {
         for hook in config["webhooks"].as_array_mut().expect("webhooks") {
             let client = &mut hook["clientConfig"];
             client["caBundle"] = Value::String(bundle.clone());
-            if let Cluster::Real(_) = self.cluster {
+            if let Cluster::Real(plane) = &self.cluster
+                && !plane.has_service_network()
+            {
                 let path = client["service"]["path"].as_str().unwrap_or("/").to_owned();
                 let addr = *self.webhook_addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 client["url"] = Value::String(format!("https://{addr}{path}"));
@@ -222,14 +234,25 @@ impl Env {
         self.apply_json(&config).await;
     }
 
-    /// Points the webhook at `addr`: kube-sim's Service endpoint, or the real apiserver's
-    /// `clientConfig.url`s.
+    /// Points the webhook at `addr`: kube-sim's Service endpoint, the real Service's
+    /// ClusterIP (service network), or the real apiserver's `clientConfig.url`s.
     pub async fn route_webhook_to(&self, addr: SocketAddr) {
         *self.webhook_addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = addr;
         match &self.cluster {
             Cluster::Sim(sim) => {
                 let behaviour = sim.behaviour().expect("kube-sim runs its controllers");
                 behaviour.set_service_endpoint(SERVICE.0, SERVICE.1, addr);
+            }
+            Cluster::Real(plane) if plane.has_service_network() => {
+                let service =
+                    self.object("", "v1", "services", SERVICE.0, SERVICE.1).expect("the webhook Service");
+                let ip: std::net::IpAddr = service["spec"]["clusterIP"]
+                    .as_str()
+                    .and_then(|ip| ip.parse().ok())
+                    .expect("a ClusterIP");
+                // The apiserver dials it only if the webhook configuration names a port of the
+                // Service.
+                plane.route_service((ip, cluster::SERVICE_PORT).into(), addr);
             }
             Cluster::Real(_) => self.register_webhook().await,
         }
@@ -300,8 +323,8 @@ impl Env {
     /// the skew).
     pub fn kubectl_runner(&self) -> Kubectl {
         let kubectl = Kubectl::new(&self.kubeconfig(), &self.dir.path().join("home"));
-        match self.cluster {
-            Cluster::Real(_) => kubectl.first_on_path(&cluster::bin_dir()),
+        match &self.cluster {
+            Cluster::Real(plane) => kubectl.first_on_path(plane.bin_dir()),
             Cluster::Sim(_) => kubectl,
         }
     }
@@ -352,6 +375,17 @@ impl Env {
             Cluster::Real(plane) => plane.audit_events(),
             Cluster::Sim(_) => panic!("kube-sim keeps a request log, not an audit log"),
         }
+    }
+
+    /// Admission webhook calls that failed and were let through (`failurePolicy: Ignore`):
+    /// the audit events the apiserver annotates `failed-open…`.
+    pub fn failed_open_calls(&self) -> Vec<Value> {
+        self.audit_events()
+            .into_iter()
+            .filter(|e| {
+                e["annotations"].as_object().is_some_and(|a| a.keys().any(|k| k.starts_with("failed-open")))
+            })
+            .collect()
     }
 
     /// Writes (create/update/patch/delete) made by the product.
@@ -523,6 +557,7 @@ pub mod install;
 pub mod keda;
 pub mod kubectl;
 pub mod metrics;
+pub mod netns;
 pub mod pdbs;
 pub mod rbac;
 pub mod recorder;
