@@ -267,16 +267,23 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
 }
 
 /// A client from KUBECONFIG / ~/.kube/config / in-cluster, as kube-rs finds it, that names
-/// itself in every request (so audit logs show who wrote what).
+/// itself and its pod in every request (so audit logs show which replica wrote what).
 async fn kube_client() -> anyhow::Result<kube::Client> {
     let mut config = kube::Config::infer()
         .await
         .context("cannot find the cluster (KUBECONFIG, ~/.kube/config or in-cluster config)")?;
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(concat!("eviction-autoscaler/", env!("CARGO_PKG_VERSION"))),
-    ));
+    let pod = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
+    config.headers.push((http::header::USER_AGENT, user_agent(pod.as_deref())));
     kube::Client::try_from(config).context("cannot build a Kubernetes client")
+}
+
+/// `eviction-autoscaler/<version> (<pod>)`, as kubectl's `kubectl/<version> (<os>/<arch>)`;
+/// without the pod part when there is no pod name or it is not a valid header value.
+fn user_agent(pod: Option<&str>) -> http::HeaderValue {
+    const PRODUCT: &str = concat!("eviction-autoscaler/", env!("CARGO_PKG_VERSION"));
+    pod.filter(|p| !p.is_empty())
+        .and_then(|p| http::HeaderValue::try_from(format!("{PRODUCT} ({p})")).ok())
+        .unwrap_or(http::HeaderValue::from_static(PRODUCT))
 }
 
 async fn wait_for_signal() {
@@ -292,5 +299,23 @@ async fn wait_for_signal() {
             tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the process");
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::user_agent;
+
+    #[test]
+    fn the_user_agent_names_the_replica_when_it_can() {
+        let version = env!("CARGO_PKG_VERSION");
+        assert_eq!(user_agent(Some("web-7d4f-x2")), format!("eviction-autoscaler/{version} (web-7d4f-x2)"));
+        assert_eq!(user_agent(None), format!("eviction-autoscaler/{version}"));
+        assert_eq!(user_agent(Some("")), format!("eviction-autoscaler/{version}"));
+        assert_eq!(
+            user_agent(Some("bad\nname")),
+            format!("eviction-autoscaler/{version}"),
+            "no header injection"
+        );
     }
 }

@@ -131,6 +131,105 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
         Vec::<Value>::new(),
         "every webhook call succeeded over verified TLS"
     );
+
+    // The audit log tells the replicas apart: each request names its pod.
+    let mut agents: Vec<String> = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT))
+        .map(|r| r.user_agent)
+        .collect();
+    agents.sort();
+    agents.dedup();
+    let version = env!("CARGO_PKG_VERSION");
+    let expected: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|r| format!("eviction-autoscaler/{version} (eviction-autoscaler-{r})"))
+        .collect();
+    assert_eq!(agents, expected, "every product request names its replica");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_deployment_is_admitted_under_pod_security_restricted() {
+    let env = cluster(1).await;
+    env.install(".").await;
+    let labels = env.kubectl_ok(&["get", "namespace", NS, "-o", "jsonpath={.metadata.labels}"]).await;
+    assert!(labels.contains(r#""pod-security.kubernetes.io/enforce":"restricted""#), "{labels}");
+    // The ReplicaSet's pods pass the real Pod Security admission...
+    let selector = "app.kubernetes.io/name=eviction-autoscaler";
+    let env = &env;
+    wait_for("the shipped Deployment's two pods", MINUTE, || async move {
+        let pods = env.kubectl_ok(&["get", "pods", "-n", NS, "-l", selector, "-o", "name"]).await;
+        (pods.lines().count() == 2).then_some(())
+    })
+    .await;
+    // ...which enforces: a privileged pod is refused there.
+    let privileged = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "privileged", "namespace": NS},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": true}}]}
+    });
+    let (ok, output) = env.sh(&format!("echo '{privileged}' | kubectl apply -f -")).await;
+    assert!(!ok && output.contains("violates PodSecurity"), "{output}");
+}
+
+/// How long the apiserver took for each eviction it admitted (audit: received → completed).
+fn eviction_latencies(env: &Env) -> Vec<Duration> {
+    let at = |e: &Value, key: &str| -> jiff::Timestamp {
+        e[key].as_str().and_then(|t| t.parse().ok()).expect("an audit timestamp")
+    };
+    env.audit_events()
+        .iter()
+        .filter(|e| {
+            e["stage"] == "ResponseComplete"
+                && e["objectRef"]["subresource"] == "eviction"
+                && e["responseStatus"]["code"] == 201
+        })
+        .map(|e| {
+            let took = at(e, "stageTimestamp").duration_since(at(e, "requestReceivedTimestamp"));
+            Duration::try_from(took).expect("completed after received")
+        })
+        .collect()
+}
+
+async fn drain(env: &Env, node: &str) {
+    let args = ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"];
+    let (ok, output) = env.kubectl_combined(&args).await;
+    assert!(ok, "the drain completes: {output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_replica_delays_each_eviction_by_at_most_the_timeout_and_a_killed_one_not_at_all() {
+    let env = cluster(3).await;
+    let objects = env.install(".").await;
+    env.project_config();
+    let template = env.pod_template(&objects);
+    let replica = env.start_replica(&template, "eviction-autoscaler-a", &[]).await;
+    env.route_webhook_to(replica.webhook_addr).await;
+    env.apply(&namespace("apps", &[])).await;
+    env.protected_workload("apps", "web", 2, 1).await;
+    let timeout = Duration::from_secs(5); // webhook.yaml's timeoutSeconds
+    let slack = Duration::from_millis(1500);
+
+    // SIGSTOP: the connection is accepted and never answered; the apiserver gives up after
+    // timeoutSeconds and admits the eviction (failurePolicy Ignore).
+    replica.signal("STOP");
+    drain(&env, &env.node_of("apps", "web").await).await;
+    replica.signal("CONT");
+    let stopped = eviction_latencies(&env);
+    assert!(!stopped.is_empty(), "evictions were admitted");
+    assert!(stopped.iter().all(|d| *d <= timeout + slack), "at most the timeout each: {stopped:?}");
+    assert!(stopped.iter().all(|d| *d >= timeout - slack), "each waited for the hung webhook: {stopped:?}");
+    assert!(!env.failed_open_calls().is_empty(), "the apiserver recorded failing open");
+
+    // SIGKILL: nothing listens behind the Service; the call fails at once and is ignored.
+    replica.signal("KILL");
+    drop(replica);
+    env.wait_ready("apps", "web", 2).await;
+    drain(&env, &env.node_of("apps", "web").await).await;
+    let killed = &eviction_latencies(&env)[stopped.len()..];
+    assert!(!killed.is_empty(), "evictions were admitted");
+    assert!(killed.iter().all(|d| *d < timeout - slack), "no eviction waited for a dead webhook: {killed:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -284,6 +383,51 @@ async fn editing_the_config_map_takes_effect_without_a_restart() {
     assert!(replica.log().contains("configuration changed"), "{}", replica.log());
 }
 
+const GARBAGE_COLLECTOR: &str = "system:serviceaccount:kube-system:generic-garbage-collector";
+
+/// `namespace/name` of an object.
+fn key(object: &Value) -> String {
+    let m = &object["metadata"];
+    format!("{}/{}", m["namespace"].as_str().unwrap_or_default(), m["name"].as_str().unwrap_or_default())
+}
+
+/// What an uninstall must leave unchanged in a user's PDB: everything but its status.
+fn user_part(pdb: &Value) -> Value {
+    let m = &pdb["metadata"];
+    json!([m["uid"], m["labels"], m["annotations"], m["ownerReferences"], m["finalizers"], pdb["spec"]])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_crd_garbage_collects_every_owned_pdb_and_no_user_pdb() {
+    let (env, replica) = mode("overlays/cluster-wide").await;
+    env.apply(&deployment("team", "api", 1, &[])).await;
+    env.apply(&pdb("team", "api-guard", "api", json!({"maxUnavailable": 0}))).await;
+    assert_ne!(protected_namespaces(&env, Some("production")).await, Vec::<String>::new());
+    let user_pdb = env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB");
+
+    drop(replica);
+    let mut owned: Vec<String> = env.pdbs("").iter().filter(|p| is_owned(p)).map(key).collect();
+    let start = env.requests().len();
+    env.kubectl_ok(&["delete", "crd", "evictionautoscalers.eviction-autoscaler.azure.com"]).await;
+    wait_for("the garbage collector to delete every owned PDB", MINUTE, || {
+        let left = env.pdbs("").iter().filter(|p| is_owned(p)).count();
+        async move { (left == 0).then_some(()) }
+    })
+    .await;
+    let after =
+        env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB kept");
+    assert_eq!(user_part(&after), user_part(&user_pdb), "the user PDB is as it was");
+    let mut collected: Vec<String> = env.requests()[start..]
+        .iter()
+        .filter(|r| r.verb == "delete" && r.resource == "poddisruptionbudgets" && r.code < 300)
+        .inspect(|r| assert_eq!(r.user, GARBAGE_COLLECTOR, "{r:?}"))
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+        .collect();
+    owned.sort();
+    collected.sort();
+    assert_eq!(collected, owned, "the garbage collector deleted each owned PDB");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uninstall_leaves_no_trace_and_every_user_pdb_as_it_was() {
     let (env, replica) = mode("overlays/cluster-wide").await;
@@ -328,7 +472,6 @@ async fn uninstall_leaves_no_trace_and_every_user_pdb_as_it_was() {
     assert_eq!(env.deployment_now("production", "web").expect("web")["spec"]["replicas"], 2, "reverted");
     let after =
         env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB kept");
-    assert_eq!(after["spec"], user_pdb["spec"], "the user PDB's spec is unchanged");
-    assert_eq!(after["metadata"]["annotations"], user_pdb["metadata"]["annotations"]);
+    assert_eq!(user_part(&after), user_part(&user_pdb), "the user PDB is as it was");
     assert_eq!(env.product_pdb_writes("team", "api-guard"), [], "the product never wrote to the user PDB");
 }
