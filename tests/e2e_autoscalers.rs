@@ -30,12 +30,6 @@ fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
     object["metadata"]["annotations"][key].as_str()
 }
 
-/// A drain of `node` that must succeed.
-async fn drain(env: &Env, node: &str) {
-    let (ok, output) = env.kubectl_combined(&["drain", node, "--ignore-daemonsets", "--timeout=120s"]).await;
-    assert!(ok, "drain failed: {output}\n--- product log ---\n{}", env.product_log());
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_maximum() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
@@ -49,7 +43,7 @@ async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_max
     let hpa_history = env.record_object(&hpa_gvr, "demo", "web");
     let history = env.record_deployment("demo", "web");
 
-    drain(&env, &env.node_of("demo", "web").await).await;
+    env.drain(&env.node_of("demo", "web").await).await;
     wait_for("the HPA minimum restored to 1 without surge annotations", Duration::from_secs(60), || {
         let h = env.object("autoscaling", "v2", "horizontalpodautoscalers", "demo", "web");
         async move {
@@ -94,7 +88,7 @@ async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
     let so_history = env.record_object(&so_gvr, "demo", "web");
     let history = env.record_deployment("demo", "web");
 
-    drain(&env, &env.node_of("demo", "web").await).await;
+    env.drain(&env.node_of("demo", "web").await).await;
     wait_for("the ScaledObject minimum restored to 1", Duration::from_secs(60), || {
         let so = env.object("keda.sh", "v1alpha1", "scaledobjects", "demo", "web");
         async move { so.filter(|s| s["spec"]["minReplicaCount"] == 1 && annotation(s, SURGE).is_none()) }
@@ -188,7 +182,7 @@ async fn the_zero_surge_override_lets_a_zero_max_surge_deployment_surge() {
     env.wait_ready("demo", "web", 1).await;
     let history = env.record_deployment("demo", "web");
 
-    drain(&env, &env.node_of("demo", "web").await).await;
+    env.drain(&env.node_of("demo", "web").await).await;
     wait_for("the revert to 1 replica", Duration::from_secs(60), || {
         let last = history.states().last().cloned();
         async move { last.filter(|s| s.replicas == 1 && !s.annotations.contains_key(SURGE)) }

@@ -105,8 +105,7 @@ async fn sigkill_after_the_drain_before_the_revert_the_fresh_process_reverts() {
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=10m", "--signal-window=10s"]).await;
     let node = one_protected_replica(&env).await;
 
-    let (ok, output) = env.kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"]).await;
-    assert!(ok, "drain failed: {output}\n--- product log ---\n{}", env.product_log());
+    env.drain(&node).await;
     assert!(surged(&env), "the Deployment is surged after the drain");
     env.kill_product().await;
     assert_eq!(scale_write_seqs(&env).len(), 1, "only the surge was written before the kill");

@@ -219,15 +219,7 @@ async fn scaling_moves_min_available_but_a_surge_during_a_drain_does_not() {
     let history = env.record_deployment("apps", "web");
     let pdb_states = env.record_pdb_min_available("apps");
     let node = env.node_of("apps", "web").await;
-    let drain = env
-        .kubectl(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s"])
-        .await;
-    assert!(
-        drain.status.success(),
-        "drain failed: {}\n--- product log ---\n{}",
-        String::from_utf8_lossy(&drain.stderr),
-        env.product_log()
-    );
+    env.drain(&node).await;
     let surged = history.states().iter().map(|s| s.replicas).max().unwrap_or(0);
     assert!(surged > 5, "the drain surged web: {:?}", history.states());
     wait_for("the revert to 5 replicas", Duration::from_secs(60), || {

@@ -14,18 +14,6 @@ use support::{ClusterShape, Env, namespace, pdb};
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const LONG: Duration = Duration::from_secs(60);
 
-/// `kubectl drain NODE` that must succeed (no `--disable-eviction`, no `--force`).
-async fn drain_ok(env: &Env, node: &str) {
-    let drain =
-        env.kubectl(&["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=90s"]).await;
-    assert!(
-        drain.status.success(),
-        "drain of {node} failed: {}\n--- product log ---\n{}",
-        String::from_utf8_lossy(&drain.stderr),
-        env.product_log()
-    );
-}
-
 /// A namespace `demo` with Deployment `web` (`replicas`, maxSurge 1) behind a PDB
 /// `minAvailable: min_available`, all Ready.
 async fn web(env: &Env, replicas: i32, min_available: i32) {
@@ -45,7 +33,7 @@ async fn two_displaced_pods_surge_by_max_surge_only_and_the_drain_completes() {
     assert_eq!(env.pods_on("demo", "web", node).await.len(), 2, "two pods share one node");
     let history = env.record_deployment("demo", "web");
 
-    drain_ok(&env, node).await;
+    env.drain(node).await;
     wait_state(&history, "the revert to 3 replicas without surge annotations", LONG, |s| {
         s.replicas == 3 && unsurged(s)
     })
@@ -101,7 +89,7 @@ async fn three_drains_in_a_row_are_covered_by_one_surge() {
     let history = env.record_deployment("demo", "web");
 
     for node in ["node-1", "node-2", "node-3"] {
-        drain_ok(&env, node).await;
+        env.drain(node).await;
         let last = history.states().last().cloned().unwrap_or_default();
         assert!(surged(&last) && last.replicas == 4, "still surged after draining {node}: {last:?}");
     }
@@ -179,7 +167,7 @@ async fn evictions_paused_past_kubectls_backoff_keep_the_surge_while_pods_remain
     }
     assert_eq!(env.pods_on("demo", "web", &node).await, vec![pod], "the pod waited on the draining node");
 
-    drain_ok(&env, &node).await;
+    env.drain(&node).await;
     wait_state(&history, "the revert to 1 after the drain", LONG, |s| s.replicas == 1 && unsurged(s)).await;
     assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one revert write");
 }
@@ -196,7 +184,7 @@ async fn a_user_scale_mid_surge_is_kept_after_the_drain() {
     env.kubectl_ok(&["cordon", &node]).await;
     wait_state(&history, "a surge to 2 on the cordon", LONG, |s| s.replicas == 2 && surged(s)).await;
     env.kubectl_ok(&["scale", "deployment", "web", "-n", "demo", "--replicas=5"]).await;
-    drain_ok(&env, &node).await;
+    env.drain(&node).await;
 
     let last = wait_state(&history, "surge annotations gone", LONG, unsurged).await;
     assert_eq!(last.replicas, 5, "the user's 5 is kept");

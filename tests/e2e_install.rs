@@ -111,15 +111,7 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
     env.route_webhook_to(a.webhook_addr).await;
     env.protected_workload("kube-system", "dns", 1, 1).await;
     let node = env.node_of("kube-system", "dns").await;
-    let (ok, output) = env
-        .kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=90s"])
-        .await;
-    assert!(
-        ok,
-        "the drain finishes: {output}\n--- replica a ---\n{}\n--- replica b ---\n{}",
-        a.log(),
-        b.log()
-    );
+    env.drain(&node).await;
     let evictions = metric_sum(&a.metrics().await, REQUESTS, &["path=\"/validate-eviction\""]);
     assert!(evictions >= 1.0, "replica a reviewed the evictions");
     env.route_webhook_to(b.webhook_addr).await;
@@ -192,12 +184,6 @@ fn eviction_latencies(env: &Env) -> Vec<Duration> {
         .collect()
 }
 
-async fn drain(env: &Env, node: &str) {
-    let args = ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"];
-    let (ok, output) = env.kubectl_combined(&args).await;
-    assert!(ok, "the drain completes: {output}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_replica_delays_each_eviction_by_at_most_the_timeout_and_a_killed_one_not_at_all() {
     let env = cluster(3).await;
@@ -214,7 +200,7 @@ async fn a_stopped_replica_delays_each_eviction_by_at_most_the_timeout_and_a_kil
     // SIGSTOP: the connection is accepted and never answered; the apiserver gives up after
     // timeoutSeconds and admits the eviction (failurePolicy Ignore).
     replica.signal("STOP");
-    drain(&env, &env.node_of("apps", "web").await).await;
+    env.drain(&env.node_of("apps", "web").await).await;
     replica.signal("CONT");
     let stopped = eviction_latencies(&env);
     assert!(!stopped.is_empty(), "evictions were admitted");
@@ -226,7 +212,7 @@ async fn a_stopped_replica_delays_each_eviction_by_at_most_the_timeout_and_a_kil
     replica.signal("KILL");
     drop(replica);
     env.wait_ready("apps", "web", 2).await;
-    drain(&env, &env.node_of("apps", "web").await).await;
+    env.drain(&env.node_of("apps", "web").await).await;
     let killed = &eviction_latencies(&env)[stopped.len()..];
     assert!(!killed.is_empty(), "evictions were admitted");
     assert!(killed.iter().all(|d| *d < timeout - slack), "no eviction waited for a dead webhook: {killed:?}");

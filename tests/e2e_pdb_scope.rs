@@ -48,15 +48,7 @@ async fn user_pdbs_first_or_after_ours_remain_alone_and_are_never_written() {
     env.wait_ready("apps", "after", 3).await;
     let history = env.record_deployment("apps", "first");
     let node = env.node_of("apps", "first").await;
-    let drain = env
-        .kubectl(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s"])
-        .await;
-    assert!(
-        drain.status.success(),
-        "drain failed: {}\n--- product log ---\n{}",
-        String::from_utf8_lossy(&drain.stderr),
-        env.product_log()
-    );
+    env.drain(&node).await;
     assert!(history.states().iter().any(|s| s.replicas > 2), "first was surged: {:?}", history.states());
     wait_for("first's revert to 2 replicas", Duration::from_secs(60), || {
         let last = history.states().last().cloned();

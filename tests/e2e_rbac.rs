@@ -19,12 +19,6 @@ use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const APPS: [&str; 3] = ["web", "scaled", "keda"];
 
-async fn drain_and_uncordon(env: &Env, node: &str) {
-    let (ok, output) = env.kubectl_combined(&["drain", node, "--ignore-daemonsets", "--timeout=90s"]).await;
-    assert!(ok, "drain failed: {output}\n--- product log ---\n{}", env.product_log());
-    env.kubectl_ok(&["uncordon", node]).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_permission_the_shipped_roles_grant_is_used() {
     let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
@@ -56,7 +50,8 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
     for app in APPS {
         let node = env.node_of("demo", app).await;
         if !nodes.contains(&node) {
-            drain_and_uncordon(&env, &node).await;
+            env.drain(&node).await;
+            env.kubectl_ok(&["uncordon", &node]).await;
             nodes.push(node);
         }
     }

@@ -41,10 +41,7 @@ async fn one_signal_per_eviction_and_none_for_a_server_side_dry_run() {
     assert_eq!(metric_sum(&metrics, DRY_RUNS, &[]), dry_posts as f64, "each dry-run eviction is counted");
     env.kubectl_ok(&["uncordon", &node]).await;
 
-    let (ok, output) = env
-        .kubectl_combined(&["drain", &node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s"])
-        .await;
-    assert!(ok, "drain: {output}");
+    env.drain(&node).await;
     let real_posts = eviction_posts(&env) - dry_posts;
     assert!(real_posts > 0);
     let metrics = env.metrics().await;

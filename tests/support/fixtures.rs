@@ -55,6 +55,16 @@ impl Env {
         self.wait_ready(namespace, name, i64::from(replicas)).await;
     }
 
+    /// `kubectl drain NODE --ignore-daemonsets --delete-emptydir-data`, as an operator types it,
+    /// which must succeed within two minutes (else the test fails with kubectl's output and the
+    /// product's log). Returns kubectl's output.
+    pub async fn drain(&self, node: &str) -> String {
+        let args = ["drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s"];
+        let (ok, output) = self.kubectl_combined(&args).await;
+        assert!(ok, "the drain of {node} failed: {output}\n--- product log ---\n{}", self.product_log());
+        output
+    }
+
     /// Waits until Deployment `namespace/name` has `replicas` Ready replicas.
     pub async fn wait_ready(&self, namespace: &str, name: &str, replicas: i64) {
         let what = format!("{namespace}/{name} to have {replicas} Ready replicas");
