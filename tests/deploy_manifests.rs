@@ -177,27 +177,9 @@ async fn every_kustomization_is_wired_the_way_the_binary_expects() {
 
 /// CRDs of the kinds the optional components use, as cert-manager and the prometheus-operator
 /// would install them (no schema: kube-sim serves custom resources without validation).
-const STUB_CRDS: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: certificates.cert-manager.io}
-spec:
-  group: cert-manager.io
-  names: {kind: Certificate, listKind: CertificateList, plural: certificates, singular: certificate}
-  scope: Namespaced
-  versions:
-    - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: issuers.cert-manager.io}
-spec:
-  group: cert-manager.io
-  names: {kind: Issuer, listKind: IssuerList, plural: issuers, singular: issuer}
-  scope: Namespaced
-  versions:
-    - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
----
+const STUB_CRDS: &str = concat!(
+    include_str!("support/cert-manager-crds.yaml"),
+    r#"---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: servicemonitors.monitoring.coreos.com}
@@ -217,7 +199,8 @@ spec:
   scope: Namespaced
   versions:
     - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
-"#;
+"#
+);
 
 async fn start_sim(dir: &Path) -> kube_sim::Server {
     let options = kube_sim::ServerOptions::new(dir.join("kubeconfig"));

@@ -14,7 +14,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::install::{CONFIG_MAP, TLS_SECRET, WEBHOOK_CONFIGURATION};
+use support::install::{CONFIG_MAP, SERVING_CERTIFICATE, TLS_SECRET, WEBHOOK_CONFIGURATION};
 use support::metrics::metric_sum;
 use support::pdbs::is_owned;
 use support::rbac::{grants, unused};
@@ -75,7 +75,7 @@ fn product_creates(env: &Env, resource: &str) -> usize {
 
 /// A real control plane of `nodes` nodes whose apiserver reaches Services.
 async fn cluster(nodes: usize) -> Env {
-    let options = ClusterOptions { service_network: true, ..ClusterOptions::default() };
+    let options = ClusterOptions { service_network: true };
     Env::start_real_with(BIN, ClusterShape { nodes, pods_per_node: 110 }, options).await
 }
 
@@ -163,6 +163,42 @@ async fn the_shipped_deployment_is_admitted_under_pod_security_restricted() {
     });
     let (ok, output) = env.sh(&format!("echo '{privileged}' | kubectl apply -f -")).await;
     assert!(!ok && output.contains("violates PodSecurity"), "{output}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cert_manager_mode_serves_what_cert_manager_issues_and_reloads_its_renewal() {
+    let env = cluster(1).await;
+    let cert_manager = env.install_cert_manager().await;
+    let objects = env.install("overlays/cert-manager").await;
+    env.project_config();
+    env.issue_certificate(&cert_manager, NS, SERVING_CERTIFICATE).await;
+    let tls = env.project_secret(NS, TLS_SECRET);
+    let files = [
+        format!("--tls-cert-file={}", tls.join("tls.crt").display()),
+        format!("--tls-key-file={}", tls.join("tls.key").display()),
+    ];
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let replica = env.start_replica(&env.pod_template(&objects), "eviction-autoscaler-a", &files).await;
+    env.route_webhook_to(replica.webhook_addr).await;
+    wait_bundle_is_the_ca(&env, "the caBundle injected").await;
+    let reviews =
+        || async { metric_sum(&replica.metrics().await, REQUESTS, &["path=\"/validate-deployment\""]) };
+    env.apply(&deployment("default", "web-0", 1, &[])).await;
+    assert_eq!(reviews().await, 1.0, "the apiserver reached the webhook over cert-manager's certificate");
+
+    // A renewal: a new serving certificate from the same CA, swapped into the mounted files.
+    env.issue_certificate(&cert_manager, NS, SERVING_CERTIFICATE).await;
+    env.project_secret(NS, TLS_SECRET);
+    wait_for("the renewed certificate loaded", MINUTE, || async {
+        let reloads =
+            metric_sum(&replica.metrics().await, "eviction_autoscaler_webhook_cert_reloads_total", &[]);
+        (reloads >= 1.0).then_some(())
+    })
+    .await;
+    env.apply(&deployment("default", "web-1", 1, &[])).await;
+    assert_eq!(reviews().await, 2.0, "reviewed over the renewed certificate");
+    assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed");
+    assert_eq!(product_creates(&env, "secrets"), 0, "cert-manager's Secret, not one of the product's");
 }
 
 /// How long the apiserver took for each eviction it admitted (audit: received → completed).

@@ -1,7 +1,8 @@
-//! The shipped install (deploy/) on kube-sim: `kubectl apply -k` a kustomization, then run the
-//! binary the way the rendered Deployment's pod would (its args, its env, its ConfigMap as the
-//! `--config` file) as the shipped ServiceAccount, on local ports. The kubelet's projection of
-//! the ConfigMap into the pod is done by [`Env::project_config`].
+//! The shipped install (deploy/): `kubectl apply -k` a kustomization, then run the binary the
+//! way the rendered Deployment's pod would (its args, its env, its ConfigMap as the `--config`
+//! file) as the shipped ServiceAccount, on local ports. The kubelet's projection of the
+//! ConfigMap into the pod is done by [`Env::project_config`] (a Secret's by
+//! [`Env::project_secret`]).
 
 use std::path::PathBuf;
 
@@ -14,6 +15,8 @@ pub const DEPLOYMENT: &str = "eviction-autoscaler";
 pub const CONFIG_MAP: &str = "eviction-autoscaler-config";
 pub const TLS_SECRET: &str = "eviction-autoscaler-tls";
 pub const WEBHOOK_CONFIGURATION: &str = "eviction-autoscaler";
+/// The serving Certificate of the cert-manager component.
+pub const SERVING_CERTIFICATE: &str = "eviction-autoscaler-serving";
 
 /// The container of the installed Deployment, ready to be run locally.
 #[derive(Clone, Debug)]

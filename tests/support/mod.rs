@@ -98,8 +98,8 @@ impl Env {
         Env::start_real_with(bin, shape, ClusterOptions::default()).await
     }
 
-    /// [`Env::start_real`] with `options`: another Kubernetes version, or the service network
-    /// that calls the webhook through its shipped `clientConfig.service`.
+    /// [`Env::start_real`] with `options` (the service network that calls the webhook through
+    /// its shipped `clientConfig.service`).
     pub async fn start_real_with(
         bin: impl Into<PathBuf>,
         shape: ClusterShape,
@@ -550,6 +550,7 @@ pub fn repo_path(relative: &str) -> String {
 }
 
 pub mod autoscalers;
+pub mod cert_manager;
 pub mod cluster;
 pub mod extra;
 pub mod fixtures;
