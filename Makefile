@@ -1,8 +1,9 @@
 # The two commands that do everything on a fresh machine:
 #   make demo   the product's main job on the embedded Kubernetes emulator (kube-sim);
 #               `make demo CLUSTER=real` runs it on the real control plane
-#   make test   every test (unit, component, kube-sim's own, end to end on the real control plane);
-#               `make test-unit` (no control plane) and `make test-e2e` are its two halves
+#   make test   every test (unit, component, kube-sim's own, end to end on the real control plane,
+#               the core scenarios again on the oldest supported Kubernetes); `make test-unit`
+#               (no control plane) and `make test-e2e` are its two halves
 CARGO   ?= cargo
 KUBECTL ?= kubectl
 # Where `make demo` runs: sim (kube-sim, embedded) or real (tests/cluster/, built from Go modules).
@@ -10,7 +11,7 @@ CLUSTER ?= sim
 # cargo-nextest runs test binaries in parallel; plain `cargo test` is the fallback.
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: build test test-unit test-e2e lint fmt crd demo bench cluster cluster-build check-tools check-kubectl
+.PHONY: build test test-unit test-e2e test-oldest lint fmt crd demo bench cluster cluster-build check-tools check-kubectl
 
 check-tools:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found (install Rust with rustup: https://rustup.rs)"; exit 1; }
@@ -24,9 +25,11 @@ build: check-tools
 	$(CARGO) build --workspace --all-targets
 
 # The real control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl,
-# kwok) from the Go modules pinned in tests/cluster/, cached by version under target/cluster/.
+# kwok) from the Go modules pinned in tests/cluster/, cached by version under target/cluster/:
+# KUBE_VERSION, then OLDEST_KUBE_VERSION (the oldest Kubernetes the product supports).
 cluster-build:
 	tests/cluster/build.sh
+	tests/cluster/build.sh $(shell sed -n 's/^OLDEST_KUBE_VERSION=//p' tests/cluster/versions.env)
 
 # Starts that control plane on loopback and prints how to use it; Ctrl-C stops it.
 cluster: check-tools cluster-build
@@ -34,6 +37,8 @@ cluster: check-tools cluster-build
 
 # The end-to-end scenarios are the root package's tests/e2e_*.rs files.
 E2E_FILTER := binary(/^e2e_/)
+# The core ones run again on the oldest supported Kubernetes (OLDEST_KUBE_VERSION).
+OLDEST_SUITES := e2e_drain e2e_default_pdb e2e_install
 
 test: check-tools check-kubectl cluster-build
 ifeq ($(NEXTEST),yes)
@@ -42,6 +47,7 @@ else
 	@echo "note: cargo-nextest not found (cargo install cargo-nextest); running cargo test"
 	$(CARGO) test --workspace --no-fail-fast
 endif
+	$(MAKE) --no-print-directory test-oldest
 
 # The fast loop: unit, component and kube-sim tests, no control plane needed.
 test-unit: check-tools check-kubectl
@@ -58,6 +64,15 @@ ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast -E '$(E2E_FILTER)'
 else
 	$(CARGO) test --no-fail-fast $(patsubst tests/%.rs,--test %,$(wildcard tests/e2e_*.rs))
+endif
+	$(MAKE) --no-print-directory test-oldest
+
+# The drain, default-PDB and install scenarios on the oldest supported Kubernetes.
+test-oldest: check-tools cluster-build
+ifeq ($(NEXTEST),yes)
+	CLUSTER_VERSION=oldest $(CARGO) nextest run --no-fail-fast $(foreach s,$(OLDEST_SUITES),-E 'binary($(s))')
+else
+	CLUSTER_VERSION=oldest $(CARGO) test --no-fail-fast $(addprefix --test ,$(OLDEST_SUITES))
 endif
 
 lint: check-tools

@@ -1,7 +1,8 @@
 //! `make cluster`: starts the real control plane of `tests/cluster/` on loopback (the one the
 //! end-to-end tests use), prints how to reach it, and stops everything on Ctrl-C.
 //!
-//! `NODES=5 PODS_PER_NODE=20 make cluster` shapes it.
+//! `NODES=5 PODS_PER_NODE=20 make cluster` shapes it; `CLUSTER_VERSION=oldest` runs the oldest
+//! supported Kubernetes (tests/cluster/versions.env).
 
 #[path = "../tests/support/kubectl.rs"]
 mod kubectl;
@@ -20,7 +21,7 @@ fn number(name: &str, default: usize) -> usize {
 async fn main() {
     let shape =
         cluster::ClusterShape { nodes: number("NODES", 3), pods_per_node: number("PODS_PER_NODE", 110) };
-    eprintln!("starting the control plane {} with {} nodes ...", cluster::kube_version(), shape.nodes);
+    eprintln!("starting the control plane {} with {} nodes ...", cluster::version_to_run(), shape.nodes);
     let plane = cluster::ControlPlane::start(&shape);
     println!(
         "The control plane is up at {}.\n\n  export KUBECONFIG={}\n  alias kubectl={}\n  kubectl get nodes\n\n\

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Builds the real control plane the end-to-end tests run on, from the published Go modules
-# pinned in the wrapper modules beside this script, into target/cluster/<KUBE_VERSION>/:
+# pinned in the wrapper modules beside this script, into target/cluster/<version>/:
 #   kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok (+ kwok-stages.yaml)
+#
+#   build.sh [version]   version: KUBE_VERSION (the default) or OLDEST_KUBE_VERSION, from
+#                        versions.env; `make cluster-build` builds both.
+#
+# Each version's directory is complete on its own (etcd and kwok too: the Go build cache makes
+# the second copy cheap), so a test points at one directory and nothing else.
 # Cached: a binary set is rebuilt only when its wrapper module or this script changes.
 # Nothing is downloaded but Go modules from the module proxy.
 set -euo pipefail
@@ -9,12 +15,22 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 source "$here/versions.env"
 
+# Only the versions gen-modules.sh wrote a module for can be built.
+version="${1:-$KUBE_VERSION}"
+if [[ "$version" != "$KUBE_VERSION" && "$version" != "$OLDEST_KUBE_VERSION" ]]; then
+  echo "error: cannot build Kubernetes '$version': tests/cluster/versions.env names KUBE_VERSION=$KUBE_VERSION and OLDEST_KUBE_VERSION=$OLDEST_KUBE_VERSION (usage: $0 [$KUBE_VERSION|$OLDEST_KUBE_VERSION])" >&2
+  exit 2
+fi
+
 command -v go >/dev/null 2>&1 || {
   echo "error: 'go' not found on PATH: the real control plane (kube-apiserver, etcd, kwok, ...) is built from Go modules; install Go >= 1.26 with access to the Go module proxy" >&2
   exit 1
 }
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
-out="${CLUSTER_BIN_DIR:-$root/target/cluster/$KUBE_VERSION}"
+out="$root/target/cluster/$version"
+# $CLUSTER_BIN_DIR stands for KUBE_VERSION's directory only, as in the harness (tests/support/
+# cluster.rs): `make cluster-build` builds both versions, and one directory cannot hold both.
+if [[ "$version" == "$KUBE_VERSION" && -n "${CLUSTER_BIN_DIR:-}" ]]; then out="$CLUSTER_BIN_DIR"; fi
 mkdir -p "$out"
 
 # A stamp per wrapper module: the hash of what decides its binaries.
@@ -44,20 +60,20 @@ build() { # module what...
 # /version must say the real version: hack/lib/version.sh sets the same variables.
 version_flags() {
   local info date minor pkg flags=""
-  info="$(cd "$here/kubernetes-$KUBE_VERSION" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"Info": "\(.*\)",/\1/p')"
+  info="$(cd "$here/kubernetes-$version" && go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/.*"Info": "\(.*\)",/\1/p')"
   date="$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$info")"
-  minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
+  minor="${version#v1.}"; minor="${minor%%.*}"
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    flags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    flags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
   done
   echo "$flags"
 }
 
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-fresh "kubernetes-$KUBE_VERSION" "${k8s_bins[@]}" || {
-  download "kubernetes-$KUBE_VERSION" # first: version_flags reads the module's .info
-  build "kubernetes-$KUBE_VERSION" -ldflags "-s -w $(version_flags)" tool
+fresh "kubernetes-$version" "${k8s_bins[@]}" || {
+  download "kubernetes-$version" # first: version_flags reads the module's .info
+  build "kubernetes-$version" -ldflags "-s -w $(version_flags)" tool
 }
 fresh "etcd-$ETCD_VERSION" etcd || build "etcd-$ETCD_VERSION" -ldflags "-s -w" .
 fresh "kwok-$KWOK_VERSION" kwok || build "kwok-$KWOK_VERSION" -ldflags "-s -w" tool
@@ -65,4 +81,4 @@ fresh "kwok-$KWOK_VERSION" kwok || build "kwok-$KWOK_VERSION" -ldflags "-s -w" t
 # kwok's stages, from its own module, with the delays our tests want (see kwok-stages.sh).
 download "kwok-$KWOK_VERSION"
 "$here/kwok-stages.sh" "$(cd "$here/kwok-$KWOK_VERSION" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)" > "$out/kwok-stages.yaml"
-echo "control plane $KUBE_VERSION ready in $out"
+echo "control plane $version ready in $out"

@@ -71,8 +71,6 @@ impl Default for ClusterShape {
 /// How a control plane is set up besides its [`ClusterShape`].
 #[derive(Clone, Debug, Default)]
 pub struct ClusterOptions {
-    /// The Kubernetes version (a `target/cluster/` directory); default `KUBE_VERSION`.
-    pub version: Option<String>,
     /// Runs the control plane in a network namespace where Service ClusterIPs lead to backends
     /// the test names ([`ControlPlane::route_service`]), so webhooks configured with
     /// `clientConfig.service` are called as shipped (see `netns.rs`).
@@ -86,6 +84,17 @@ pub fn bin_dir_of(version: &str) -> PathBuf {
         return dir.into();
     }
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cluster").join(version)
+}
+
+/// The version a control plane runs: `$CLUSTER_VERSION` (a version,
+/// or `oldest` for `OLDEST_KUBE_VERSION`; `make test` runs the core scenarios so on the oldest
+/// supported version), else `KUBE_VERSION`.
+pub fn version_to_run() -> String {
+    match std::env::var("CLUSTER_VERSION").ok().filter(|v| !v.is_empty()).as_deref() {
+        Some("oldest") => oldest_kube_version(),
+        Some(version) => version.to_owned(),
+        None => kube_version(),
+    }
 }
 
 /// `KUBE_VERSION` from `tests/cluster/versions.env`: the one place the version is set.
@@ -133,7 +142,7 @@ impl ControlPlane {
 
     /// [`ControlPlane::start`] with `options`.
     pub fn start_with(shape: &ClusterShape, options: &ClusterOptions) -> ControlPlane {
-        let bins = bin_dir_of(options.version.as_deref().unwrap_or(&kube_version()));
+        let bins = bin_dir_of(&version_to_run());
         for bin in ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl"]
         {
             assert!(
