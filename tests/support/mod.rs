@@ -493,18 +493,20 @@ impl Drop for Env {
 }
 
 impl Drop for Product {
+    /// SIGTERM (a clean shutdown releases the Lease), then waits for the exit; a process still
+    /// there after 15 s is killed by a timer thread.
     fn drop(&mut self) {
         self.signal("CONT");
         self.signal("TERM");
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+        let (exited, wait) = std::sync::mpsc::channel::<()>();
+        let pid = self.child.id().to_string();
+        std::thread::spawn(move || {
+            if wait.recv_timeout(Duration::from_secs(15)) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
             }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
+        });
         let _ = self.child.wait();
+        let _ = exited.send(());
     }
 }
 
