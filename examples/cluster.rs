@@ -4,14 +4,7 @@
 //! `NODES=5 PODS_PER_NODE=20 make cluster` shapes it; `CLUSTER_VERSION=oldest` runs the oldest
 //! supported Kubernetes (tests/cluster/versions.env).
 
-#[path = "../tests/support/kubectl.rs"]
-mod kubectl;
-#[path = "../tests/support/netns.rs"]
-mod netns;
-// The tests' launcher; the audit-log readers it also has are for the tests.
-#[allow(dead_code)]
-#[path = "../tests/support/cluster.rs"]
-mod cluster;
+use e2e_support::cluster;
 
 fn number(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

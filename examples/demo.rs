@@ -7,8 +7,7 @@
 //! `CLUSTER=real` runs the same story on the real control plane of `tests/cluster/` (built
 //! first by `make demo CLUSTER=real`) and tells it from the apiserver's audit log.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -4,8 +4,7 @@
 //! EvictionAutoScaler `Degraded` with the reason and write nothing; the zero-surge override
 //! turns the last one into a surge.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -4,8 +4,7 @@
 //! took over, removes the EvictionAutoScaler objects (releasing the Go finalizers), never
 //! writes to the user's PDB, and a second run has nothing to do.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::process::Output;
 use std::time::Duration;

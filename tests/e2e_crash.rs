@@ -2,8 +2,7 @@
 //! drain, or after it but before the revert) and a fresh process — or a standby replica that
 //! takes the Lease — finishes the job from the annotations on the Deployment.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! kubectl. Every Deployment in an enabled namespace gets exactly one PDB, created at its
 //! admission (or by the reconciler when the webhook is down) and kept at its replicas.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! taint-only drain, consecutive drains under one surge, a forgotten cordon expiring, and
 //! evictions paused longer than kubectl's back-off. Real binary, the real control plane, real kubectl.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::{Duration, Instant};
 

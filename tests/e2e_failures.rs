@@ -2,8 +2,7 @@
 //! (a ValidatingAdmissionPolicy answering 403), a cluster with no room for the surge pod, and objects left behind by the Go project
 //! (Azure/eviction-autoscaler) that the product must bring back to a clean state.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -8,8 +8,7 @@
 //! log, the seed's three install modes, a ConfigMap edit taking effect without a restart, and
 //! uninstall (with the cleanup command, or the CRD's deletion through the garbage collector).
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

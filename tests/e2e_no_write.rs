@@ -3,8 +3,7 @@
 //! and Lease traffic. Each no-write check waits for a positive marker that the product has
 //! seen the situation before it reads the request log.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! Default PDBs and the user's PDBs, opt-outs, namespace scope, hand-over and uninstall, end
 //! to end (issue 7, ARCHITECTURE.md §4.5–§4.6): real binary, the real control plane, real kubectl.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -5,8 +5,7 @@
 //! Events, a namespace leaving scope — and every verb of every rule the shipped Roles grant must
 //! have been used.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! The seed's verification steps (验证安装), typed as the document prints them, on the real
 //! control plane.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -3,8 +3,7 @@
 //! kwok as the kubelets), real `kubectl drain` of the same version. The audit log is the
 //! request log.
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! server-side dry-run drain is none. (A stopped or killed webhook never blocking a drain is
 //! proven on the shipped install: e2e_install.rs.)
 
-#[path = "support/mod.rs"]
-mod support;
+use e2e_support as support;
 
 use support::metrics::metric_sum;
 use support::{ClusterShape, Env, namespace};

@@ -83,7 +83,7 @@ pub fn bin_dir_of(version: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("CLUSTER_BIN_DIR").filter(|_| version == kube_version()) {
         return dir.into();
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cluster").join(version)
+    super::repo_root().join("target/cluster").join(version)
 }
 
 /// The version a control plane runs: `$CLUSTER_VERSION` (a version,
@@ -108,7 +108,7 @@ pub fn oldest_kube_version() -> String {
 }
 
 fn version_setting(key: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/versions.env");
+    let path = super::repo_root().join("tests/cluster/versions.env");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     text.lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))

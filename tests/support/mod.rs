@@ -2,19 +2,21 @@
 //! control plane of `tests/cluster/` ([`cluster::ControlPlane`]) — certificates from the real
 //! binary, the product's CRD and webhook configuration applied with the real `kubectl`, the
 //! real `eviction-autoscaler` binary as a child process, and helpers to read the request log
-//! (kube-sim's, or the apiserver's audit log). Every scenario and the demo use it; none
-//! copies it.
+//! (kube-sim's, or the apiserver's audit log). A library crate (`e2e-support`) that every
+//! scenario, the demo and `make cluster` use; none copies it.
 //!
 //! Adding a scenario: create `tests/e2e_<topic>.rs` (found without editing any list; nextest
-//! puts it in the `end-to-end` group) starting with `#[path = "support/mod.rs"] mod support;`.
+//! puts it in the `end-to-end` group) starting with `use e2e_support as support;`.
 //! Each test starts its own cluster, `Env::start_real(BIN, ClusterShape { .. })`, so tests never
 //! share nodes, namespaces or drains (the product holds surges while *any* node drains). Then
 //! `env.start_product(&flags)`, objects with `env.apply(..)` ([`deployment`], [`pdb`],
 //! [`namespace`]), `kubectl` as an operator types it ([`Env::kubectl_combined`], [`Env::sh`]),
 //! object histories with [`Env::record_deployment`] (a watch: no state is missed), and the
 //! audit log through [`Env::requests`]. Wait with [`wait_for`] and a generous deadline; never
-//! sleep and hope. `E2E_KEEP_DIRS=1` keeps the logs and the audit log of a failed run.
-#![allow(dead_code)] // each test binary uses a different part
+//! sleep and hope. The install tests start theirs with the service network
+//! ([`Env::start_real_with`]), so the apiserver calls the webhook through its shipped Service.
+//! `CLUSTER_VERSION=oldest` runs any of them on the oldest supported Kubernetes.
+//! `E2E_KEEP_DIRS=1` keeps the logs and the audit log of a failed run.
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -546,9 +548,15 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     Some((code, body))
 }
 
+/// The repository's root (this crate is `tests/support/`).
+pub fn repo_root() -> &'static Path {
+    let support = Path::new(env!("CARGO_MANIFEST_DIR"));
+    support.parent().and_then(Path::parent).expect("tests/support is two levels down")
+}
+
 /// A path inside the repository.
 pub fn repo_path(relative: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative).display().to_string()
+    repo_root().join(relative).display().to_string()
 }
 
 pub mod autoscalers;
