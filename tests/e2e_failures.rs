@@ -1,6 +1,7 @@
 //! When the surge cannot do its job, end to end: an admission policy forbidding the scale
-//! (a ValidatingAdmissionPolicy answering 403), a cluster with no room for the surge pod, and objects left behind by the Go project
-//! (Azure/eviction-autoscaler) that the product must bring back to a clean state.
+//! (a ValidatingAdmissionPolicy answering 403), a cluster with no room for the surge pod, and
+//! objects left behind by the Go project (Azure/eviction-autoscaler) that the product must bring
+//! back to a clean state, a switch-over from it mid-surge included.
 
 use e2e_support as support;
 
@@ -356,4 +357,81 @@ async fn go_leftovers_edited_autoscaled_zero_baseline_or_terminating_end_clean_w
     assert!(zero_states.iter().all(|s| s.replicas >= 2), "never scaled below 2: {zero_states:?}");
     let writes = env.acknowledged_writes_to("deployments");
     assert!(writes.len() <= 2, "only annotation clean-ups on edited and zero: {writes:?}");
+}
+
+/// The switch-over from the Go project in the middle of a surge, as its code leaves the objects
+/// (its module is not served here, so it cannot be run: tests/cluster/README.md): a Deployment
+/// surged from 2 to 3, the PDB its DeploymentToPDB controller created (named like the
+/// Deployment, owned by it), and that PDB's EvictionAutoScaler holding both Go finalizers.
+/// Ours reverts the surge, releases the finalizers, and adopts the PDB in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_over_from_the_go_project_mid_surge_adopts_its_pdb_without_recreating_it() {
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    env.apply(&namespace("demo", &[])).await;
+    env.apply(&deployment("demo", "web", 3, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
+    let deployment_uid = env.deployment_now("demo", "web").expect("web")["metadata"]["uid"].clone();
+    let go_pdb = json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {
+            "name": "web", "namespace": "demo",
+            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                "uid": deployment_uid, "controller": true, "blockOwnerDeletion": true}]
+        },
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}
+    });
+    env.apply(&go_pdb.to_string()).await;
+    let pdb_uid = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web").expect("pdb")["metadata"]
+        ["uid"]
+        .clone();
+    let eas = json!({
+        "apiVersion": "eviction-autoscaler.azure.com/v1", "kind": "EvictionAutoScaler",
+        "metadata": {
+            "name": "web", "namespace": "demo",
+            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
+            "finalizers": ["eviction-autoscaler.azure.com/surge-revert", "eviction-autoscaler.azure.com/pdb-floor"],
+            "ownerReferences": [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "name": "web",
+                "uid": pdb_uid, "controller": true, "blockOwnerDeletion": true}]
+        },
+        "spec": {"targetName": "web", "targetKind": "deployment"}
+    });
+    env.apply(&eas.to_string()).await;
+    env.wait_ready("demo", "web", 3).await;
+
+    let mut flags = FLAGS.to_vec();
+    flags.push("--pdb-create=true");
+    env.start_product(&flags).await;
+    wait_clean(&env, "web", 2).await;
+    let crd = env.get(&["crd", support::pdbs::CRD]).await.expect("the CRD");
+    let adopted = wait_for("the Go PDB owned by the CRD", Duration::from_secs(60), || {
+        let p = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web");
+        let crd_uid = crd["metadata"]["uid"].clone();
+        async move {
+            p.filter(|p| {
+                let owners = p["metadata"]["ownerReferences"].as_array().cloned().unwrap_or_default();
+                owners.len() == 1 && owners[0]["uid"] == crd_uid
+            })
+        }
+    })
+    .await;
+    assert_eq!(adopted["metadata"]["uid"], pdb_uid, "the same PDB, adopted in place: {adopted}");
+    assert_eq!(adopted["spec"]["minAvailable"], 2, "{adopted}");
+    wait_for("the Go finalizers released", Duration::from_secs(60), || {
+        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "web");
+        async move {
+            eas.filter(|e| {
+                e["metadata"]["finalizers"].as_array().is_none_or(|f| {
+                    f.iter()
+                        .all(|f| !f.as_str().unwrap_or_default().starts_with("eviction-autoscaler.azure.com"))
+                })
+            })
+        }
+    })
+    .await;
+    let pdb_lifecycle: Vec<_> = env
+        .product_writes_to("poddisruptionbudgets")
+        .into_iter()
+        .filter(|r| r.namespace == "demo" && matches!(r.verb.as_str(), "create" | "delete"))
+        .collect();
+    assert_eq!(pdb_lifecycle, [], "no PDB created or deleted");
 }
