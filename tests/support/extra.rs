@@ -182,7 +182,7 @@ impl Env {
     /// race with another writer (on a real cluster, often a controller's status update) and is
     /// re-read and planned again.
     pub fn acknowledged_writes_to(&self, resource: &str) -> Vec<kube_sim::RequestRecord> {
-        self.product_writes_to(resource).into_iter().filter(|r| r.code < 300).collect()
+        self.product_writes_to(resource).into_iter().filter(|r| r.succeeded()).collect()
     }
 }
 

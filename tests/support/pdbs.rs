@@ -104,7 +104,7 @@ impl Env {
                     && r.verb == "create"
                     && r.resource == "poddisruptionbudgets"
                     && (namespace.is_empty() || r.namespace == namespace)
-                    && r.code < 300
+                    && r.succeeded()
             })
             .collect()
     }

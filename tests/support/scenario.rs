@@ -55,7 +55,7 @@ impl Env {
         self.product_writes()
             .into_iter()
             .filter(|r| r.resource == "deployments" && r.namespace == namespace && r.name == name)
-            .filter(|r| r.code < 300) // a 409 is a conditional write that lost a race: re-read
+            .filter(|r| r.succeeded()) // a 409 is a conditional write that lost a race: re-read
             .collect()
     }
 

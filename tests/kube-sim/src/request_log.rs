@@ -49,6 +49,11 @@ impl RequestRecord {
     pub fn is_write(&self) -> bool {
         matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
     }
+    /// Answered with a 2xx: it took effect. (An audit event without a response status, code 0,
+    /// is not known to have.)
+    pub fn succeeded(&self) -> bool {
+        (200..300).contains(&self.code)
+    }
     /// The counter key: `verb resource[/subresource]` (`patch nodes`, `get deployments/scale`).
     pub fn counter_key(&self) -> String {
         if self.resource.is_empty() {
