@@ -92,3 +92,47 @@ async fn default_pdb_is_created_retired_by_a_user_pdb_and_removed_with_its_deplo
     .await;
     running.stop().await;
 }
+
+/// The webhook hands a PDB over at admission, before the apiserver stores it. Ours, retired for
+/// it, must not be re-created in between (two PDBs on a pod fail every eviction): it counts as
+/// stored for a while, and when it never lands (refused after the webhooks) ours comes back.
+#[tokio::test]
+async fn a_pdb_retired_at_admission_is_not_recreated_before_the_admitted_pdb_lands() {
+    use eviction_autoscaler_shared::admission::AdmissionHandler as _;
+    let sim = Sim::start().await;
+    sim.seed(DEPLOYMENT).await;
+    let client = sim.client().await;
+    let running = start_controller(&sim, config()).await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "apps");
+    eventually("default PDB created", WAIT, || async {
+        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()
+    })
+    .await;
+
+    let user_pdb: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web-chart", "namespace": "apps"},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+    }))
+    .expect("pdb");
+    running.admissions.pdb_written(user_pdb); // admitted, and then never stored
+    let ours = |method: &str| {
+        sim.requests()
+            .into_iter()
+            .filter(|r| r.method == method && r.resource == "poddisruptionbudgets" && r.code < 300)
+            .filter(|r| method == "POST" || r.name == "web-eviction-autoscaler")
+            .map(|r| r.timestamp.parse::<jiff::Timestamp>().expect("a timestamp"))
+            .collect::<Vec<_>>()
+    };
+    let retired = eventually("ours retired", WAIT, || async { ours("DELETE").first().copied() }).await;
+    let back = eventually("ours back once the admitted PDB did not land", WAIT, || async {
+        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()?;
+        ours("POST").into_iter().filter(|at| *at > retired).min()
+    })
+    .await;
+    let gap = back.duration_since(retired);
+    assert!(
+        gap.as_secs_f64() >= 14.0,
+        "re-created {gap:?} after the retirement, before the admitted PDB could land"
+    );
+    running.stop().await;
+}

@@ -75,6 +75,9 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
                 }
             }
             Admitted::PdbWritten(pdb) => {
+                if !crate::pdb::is_ours(&pdb.metadata) && pdb.metadata.namespace.is_some() {
+                    ctx.remember_admitted_pdb((*pdb).clone());
+                }
                 if ctx.config().controller_enabled
                     && let Err(e) = pdbs::admitted_pdb(&ctx, &pdb).await
                 {

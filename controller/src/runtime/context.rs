@@ -83,6 +83,10 @@ pub struct Context {
     /// UID of the EvictionAutoScaler CRD (owner of default PDBs) while it exists: kept by a
     /// watch, so a deleted CRD stops default-PDB creation and a re-created one is the owner.
     crd_uid: Mutex<Option<String>>,
+    /// User PDBs seen at CREATE/UPDATE admission, with when: admission runs before the
+    /// apiserver stores the object, so for [`ADMITTED_PDB_TTL`] they are planned with as if
+    /// stored, and a default PDB retired for one is not re-created before it lands.
+    admitted_pdbs: Mutex<Vec<(PodDisruptionBudget, Instant)>>,
     /// Per-Deployment memory.
     memory: Mutex<HashMap<Key, Memory>>,
     /// Names of draining nodes.
@@ -96,6 +100,10 @@ pub struct Context {
     /// Last status written per EAS, and the cached resourceVersion it was computed from.
     status_writes: Mutex<HashMap<(String, String), WrittenStatus>>,
 }
+
+/// How long a PDB seen at admission counts as stored: the apiserver stores it within moments,
+/// and if it never does (refused after the webhooks) the default PDB comes back after this.
+pub const ADMITTED_PDB_TTL: Duration = Duration::from_secs(15);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding one of these locks leaves plain data behind; keep going.
@@ -122,6 +130,7 @@ impl Context {
             leader,
             synced: AtomicBool::new(false),
             crd_uid: Mutex::new(None),
+            admitted_pdbs: Mutex::default(),
             memory: Mutex::default(),
             draining: Mutex::default(),
             node_pods: Mutex::default(),
@@ -236,6 +245,28 @@ impl Context {
     /// Records the CRD's UID as read or watched (`None`: deleted, or not readable).
     pub fn set_crd_uid(&self, uid: Option<String>) {
         *lock(&self.crd_uid) = uid;
+    }
+
+    /// Remembers a user PDB just admitted (see the field `admitted_pdbs`).
+    pub fn remember_admitted_pdb(&self, pdb: PodDisruptionBudget) {
+        let now = Instant::now();
+        let mut admitted = lock(&self.admitted_pdbs);
+        admitted.retain(|(p, at)| {
+            now < *at + ADMITTED_PDB_TTL
+                && (p.metadata.namespace != pdb.metadata.namespace || p.metadata.name != pdb.metadata.name)
+        });
+        admitted.push((pdb, now));
+    }
+
+    /// The user PDBs admitted in `namespace` that still count as stored, and when the first of
+    /// them stops counting.
+    pub fn admitted_pdbs(&self, namespace: &str) -> (Vec<PodDisruptionBudget>, Option<Instant>) {
+        let now = Instant::now();
+        let mut admitted = lock(&self.admitted_pdbs);
+        admitted.retain(|(_, at)| now < *at + ADMITTED_PDB_TTL);
+        let here = admitted.iter().filter(|(p, _)| p.metadata.namespace.as_deref() == Some(namespace));
+        let until = here.clone().map(|(_, at)| *at + ADMITTED_PDB_TTL).min();
+        (here.map(|(p, _)| p.clone()).collect(), until)
     }
 
     /// Cached PDBs covering the pods of `deployment`.

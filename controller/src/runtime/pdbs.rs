@@ -40,8 +40,24 @@ pub async fn crd_uid(ctx: &Context) -> Option<String> {
 /// The namespace's objects as the planner wants them.
 struct View {
     namespace: Namespace,
+    /// Cached, with the user PDBs admitted a moment ago in place of (or beside) their cached
+    /// version ([`Context::admitted_pdbs`]).
     pdbs: Vec<PodDisruptionBudget>,
     deployments: Vec<Deployment>,
+    /// When the first of those admitted PDBs stops counting: re-plan then.
+    admitted_until: Option<tokio::time::Instant>,
+}
+
+/// `stored` with each of `admitted` in place of its stored version, or added.
+fn with_admitted(
+    mut stored: Vec<PodDisruptionBudget>,
+    admitted: &[PodDisruptionBudget],
+) -> Vec<PodDisruptionBudget> {
+    for pdb in admitted {
+        stored.retain(|p| p.metadata.name != pdb.metadata.name);
+        stored.push(pdb.clone());
+    }
+    stored
 }
 
 fn view(ctx: &Context, namespace: &str) -> View {
@@ -53,7 +69,7 @@ fn view(ctx: &Context, namespace: &str) -> View {
         },
         |n| (*n).clone(),
     );
-    let pdbs = ctx
+    let cached = ctx
         .caches
         .pdbs
         .state()
@@ -61,8 +77,9 @@ fn view(ctx: &Context, namespace: &str) -> View {
         .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
         .map(|p| (**p).clone())
         .collect();
+    let (admitted, admitted_until) = ctx.admitted_pdbs(namespace);
     let deployments = ctx.deployments_in(namespace).iter().map(|d| (**d).clone()).collect();
-    View { namespace: ns, pdbs, deployments }
+    View { namespace: ns, pdbs: with_admitted(cached, &admitted), deployments, admitted_until }
 }
 
 /// Plans and acts for the Deployment `key` (Lease holder).
@@ -84,8 +101,12 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
             .list(&Default::default())
             .await?
             .items;
+        let live = with_admitted(live, &ctx.admitted_pdbs(&key.0).0);
         let fresh = NamespaceView { pdbs: &live, ..namespace_view };
         plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &fresh, &ctx.config(), crd_uid);
+    }
+    if let Some(at) = view.admitted_until {
+        ctx.queue.schedule(key.clone(), at);
     }
     publish(ctx, &plan.events).await;
     let action_event = plan.action_event();

@@ -77,6 +77,8 @@ pub struct Running {
     pub task: JoinHandle<Result<(), eviction_autoscaler_controller::Error>>,
     pub signals: SignalSender,
     pub readiness: Readiness,
+    /// Where the webhook hands admitted objects over (before the apiserver stores them).
+    pub admissions: eviction_autoscaler_controller::AdmissionQueue,
     /// The registry the controller's metrics were registered in.
     pub registry: Registry,
 }
@@ -113,12 +115,13 @@ pub async fn start_custom(
     let readiness = Readiness::new();
     let mut registry = Registry::with_prefix("eviction_autoscaler");
     let controller = adjust(Controller::new(config, client, readiness.clone(), &mut registry));
+    let admissions = controller.admission_handler();
     let (signals, receiver) = signal_queue(64);
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(controller.run(receiver, async move {
         let _ = stopped.await;
     }));
-    Running { stop: Some(stop), task, signals, readiness, registry }
+    Running { stop: Some(stop), task, signals, readiness, admissions, registry }
 }
 
 /// Polls `check` until it returns `Some`, or fails the test naming `what`.
