@@ -211,24 +211,8 @@ async fn objects_left_by_the_go_project_end_in_the_clean_state() {
         "eviction-autoscaler.azure.com/pinned-floor": "1",
     });
     env.apply(&pinned.to_string()).await;
-    let pdb_uid = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web").expect("pdb")["metadata"]
-        ["uid"]
-        .as_str()
-        .expect("uid")
-        .to_owned();
     // Its EvictionAutoScaler, owned by the PDB, with both Go finalizers.
-    let eas = json!({
-        "apiVersion": "eviction-autoscaler.azure.com/v1", "kind": "EvictionAutoScaler",
-        "metadata": {
-            "name": "web", "namespace": "demo",
-            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
-            "finalizers": ["eviction-autoscaler.azure.com/surge-revert", "eviction-autoscaler.azure.com/pdb-floor"],
-            "ownerReferences": [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "name": "web",
-                "uid": pdb_uid, "controller": true, "blockOwnerDeletion": true}]
-        },
-        "spec": {"targetName": "web", "targetKind": "deployment"}
-    });
-    env.apply(&eas.to_string()).await;
+    let pdb_uid = go_eas_of_pdb_web(&env).await;
     env.wait_ready("demo", "web", 3).await;
 
     env.start_product(&FLAGS).await;
@@ -244,17 +228,7 @@ async fn objects_left_by_the_go_project_end_in_the_clean_state() {
         }
     })
     .await;
-    wait_for("the Go finalizers released", Duration::from_secs(60), || {
-        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "web");
-        async move {
-            eas.filter(|e| {
-                e["metadata"]["finalizers"].as_array().is_none_or(|f| {
-                    f.iter().all(|f| !f.as_str().unwrap_or_default().starts_with("eviction-autoscaler"))
-                })
-            })
-        }
-    })
-    .await;
+    wait_go_finalizers_released(&env).await;
     let restored = wait_for("the PDB restored to maxUnavailable: 1", Duration::from_secs(60), || {
         let p = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web");
         async move {
@@ -269,8 +243,45 @@ async fn objects_left_by_the_go_project_end_in_the_clean_state() {
         }
     })
     .await;
-    assert_eq!(restored["metadata"]["uid"], pdb_uid.as_str(), "the same PDB, restored in place");
+    assert_eq!(restored["metadata"]["uid"], pdb_uid, "the same PDB, restored in place");
     env.wait_ready("demo", "web", 2).await;
+}
+
+/// The EvictionAutoScaler the Go project keeps for PDB `demo/web`: owned by it, holding both
+/// Go finalizers. Returns the PDB's UID.
+async fn go_eas_of_pdb_web(env: &Env) -> Value {
+    let pdb = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web").expect("PDB demo/web");
+    let pdb_uid = pdb["metadata"]["uid"].clone();
+    let eas = json!({
+        "apiVersion": "eviction-autoscaler.azure.com/v1", "kind": "EvictionAutoScaler",
+        "metadata": {
+            "name": "web", "namespace": "demo",
+            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
+            "finalizers": ["eviction-autoscaler.azure.com/surge-revert", "eviction-autoscaler.azure.com/pdb-floor"],
+            "ownerReferences": [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "name": "web",
+                "uid": pdb_uid, "controller": true, "blockOwnerDeletion": true}]
+        },
+        "spec": {"targetName": "web", "targetKind": "deployment"}
+    });
+    env.apply(&eas.to_string()).await;
+    pdb_uid
+}
+
+/// Waits until EAS `demo/web` holds none of the Go project's finalizers.
+async fn wait_go_finalizers_released(env: &Env) {
+    wait_for("the Go finalizers released", Duration::from_secs(60), || {
+        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "web");
+        async move {
+            eas.filter(|e| {
+                e["metadata"]["finalizers"].as_array().is_none_or(|f| {
+                    f.iter().all(|f| {
+                        !f.as_str().unwrap_or_default().starts_with("eviction-autoscaler.azure.com/")
+                    })
+                })
+            })
+        }
+    })
+    .await;
 }
 
 /// Waits until Deployment `demo/name` has `replicas` and no surge annotations.
@@ -381,21 +392,7 @@ async fn a_switch_over_from_the_go_project_mid_surge_adopts_its_pdb_without_recr
         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}
     });
     env.apply(&go_pdb.to_string()).await;
-    let pdb_uid = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web").expect("pdb")["metadata"]
-        ["uid"]
-        .clone();
-    let eas = json!({
-        "apiVersion": "eviction-autoscaler.azure.com/v1", "kind": "EvictionAutoScaler",
-        "metadata": {
-            "name": "web", "namespace": "demo",
-            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
-            "finalizers": ["eviction-autoscaler.azure.com/surge-revert", "eviction-autoscaler.azure.com/pdb-floor"],
-            "ownerReferences": [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "name": "web",
-                "uid": pdb_uid, "controller": true, "blockOwnerDeletion": true}]
-        },
-        "spec": {"targetName": "web", "targetKind": "deployment"}
-    });
-    env.apply(&eas.to_string()).await;
+    let pdb_uid = go_eas_of_pdb_web(&env).await;
     env.wait_ready("demo", "web", 3).await;
 
     let mut flags = FLAGS.to_vec();
@@ -416,18 +413,7 @@ async fn a_switch_over_from_the_go_project_mid_surge_adopts_its_pdb_without_recr
     .await;
     assert_eq!(adopted["metadata"]["uid"], pdb_uid, "the same PDB, adopted in place: {adopted}");
     assert_eq!(adopted["spec"]["minAvailable"], 2, "{adopted}");
-    wait_for("the Go finalizers released", Duration::from_secs(60), || {
-        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "web");
-        async move {
-            eas.filter(|e| {
-                e["metadata"]["finalizers"].as_array().is_none_or(|f| {
-                    f.iter()
-                        .all(|f| !f.as_str().unwrap_or_default().starts_with("eviction-autoscaler.azure.com"))
-                })
-            })
-        }
-    })
-    .await;
+    wait_go_finalizers_released(&env).await;
     let pdb_lifecycle: Vec<_> = env
         .product_writes_to("poddisruptionbudgets")
         .into_iter()
