@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use kube_sim::RequestRecord;
 
+use super::audit::{self, AUDIT_POLICY};
 use super::kubectl::Kubectl;
 use super::netns::ServiceNetwork;
 use serde_json::{Value, json};
@@ -28,24 +29,6 @@ garbage-collector-controller,namespace-controller,serviceaccount-controller,\
 serviceaccount-token-controller,node-lifecycle-controller,endpointslice-controller,\
 root-ca-certificate-publisher-controller,job-controller,horizontal-pod-autoscaler-controller,\
 clusterrole-aggregation-controller";
-
-/// Every request at Metadata level; writes to the objects the product acts on also with their
-/// request body, so a test can read what was written (e.g. the surge's replicas).
-const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Request
-  verbs: ["create", "update", "patch", "delete"]
-  resources:
-  - group: "apps"
-    resources: ["deployments", "deployments/scale"]
-  - group: "policy"
-    resources: ["poddisruptionbudgets"]
-  - group: ""
-    resources: ["pods/eviction"]
-- level: Metadata
-"#;
 
 /// The Services' ClusterIP range.
 const SERVICE_CIDR: &str = "10.96.0.0/16";
@@ -388,28 +371,12 @@ impl ControlPlane {
 
     /// Every audit event so far, in the order the apiserver received the requests.
     pub fn audit_events(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.audit_log_path()).unwrap_or_default();
-        let mut events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-        events.sort_by(|a, b| {
-            let at = |e: &Value| e["requestReceivedTimestamp"].as_str().unwrap_or_default().to_owned();
-            at(a).cmp(&at(b))
-        });
-        events
+        audit::events(&self.audit_log_path())
     }
 
-    /// The audit log as request records (one per request: a watch when it started, anything
-    /// else when it completed), in order of arrival.
+    /// The audit log as request records ([`audit::requests`]).
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.audit_events()
-            .iter()
-            .filter(|e| match e["stage"].as_str() {
-                Some("ResponseStarted") => e["verb"] == "watch",
-                Some("ResponseComplete") => e["verb"] != "watch",
-                _ => false,
-            })
-            .enumerate()
-            .map(|(i, e)| request_record(i as u64 + 1, e))
-            .collect()
+        audit::requests(&self.audit_events())
     }
 
     /// Runs this version's kubectl as admin: stdout, or stdout and stderr as the error.
@@ -549,41 +516,6 @@ impl Drop for ControlPlane {
             let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
             eprintln!("control plane files kept in {}", dir.keep().display());
         }
-    }
-}
-
-/// One audit event as the request log's record.
-fn request_record(seq: u64, e: &Value) -> RequestRecord {
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    let uri = text(&e["requestURI"]);
-    let (path, query) =
-        uri.split_once('?').map_or((uri.clone(), String::new()), |(p, q)| (p.to_owned(), q.to_owned()));
-    let verb = text(&e["verb"]);
-    let method = match verb.as_str() {
-        "create" => "POST",
-        "update" => "PUT",
-        "patch" => "PATCH",
-        "delete" | "deletecollection" => "DELETE",
-        _ => "GET",
-    };
-    let object = &e["objectRef"];
-    RequestRecord {
-        seq,
-        timestamp: text(&e["requestReceivedTimestamp"]),
-        method: method.to_owned(),
-        path,
-        query,
-        verb,
-        group: text(&object["apiGroup"]),
-        resource: text(&object["resource"]),
-        subresource: text(&object["subresource"]),
-        namespace: text(&object["namespace"]),
-        name: text(&object["name"]),
-        user_agent: text(&e["userAgent"]),
-        accept: String::new(),
-        content_type: String::new(),
-        user: text(&e["user"]["username"]),
-        code: e["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,
     }
 }
 

@@ -559,6 +559,7 @@ pub fn repo_path(relative: &str) -> String {
     repo_root().join(relative).display().to_string()
 }
 
+pub mod audit;
 pub mod autoscalers;
 pub mod cert_manager;
 pub mod cluster;
