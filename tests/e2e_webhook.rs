@@ -51,3 +51,52 @@ async fn one_signal_per_eviction_and_none_for_a_server_side_dry_run() {
         "every eviction reached the webhook"
     );
 }
+
+/// A review larger than the webhook reads (3 MiB; a Deployment padded to the apiserver's own
+/// 3 MiB request limit makes one) is answered 413 with the reason over the apiserver's HTTP/2
+/// client, which fails open and logs that answer. A reset stream would leave it only a
+/// transport error to log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_review_from_the_apiserver_is_answered_413_with_the_reason() {
+    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    env.start_product(&["--actioned-namespaces=apps"]).await;
+    env.apply(&namespace("apps", &[])).await;
+    // The request just under the apiserver's limit; the review adds the defaults and its own
+    // fields, and goes over the webhook's.
+    let limit = 3 * 1024 * 1024;
+    let manifest = |padding: usize| {
+        serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "huge", "namespace": "apps"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "huge"}},
+                "template": {"metadata": {"labels": {"app": "huge"}},
+                    "spec": {"containers": [{"name": "c", "image": "x",
+                        "env": [{"name": "PADDING", "value": "x".repeat(padding)}]}]}}}
+        })
+        .to_string()
+    };
+    let body = manifest(limit - 64 - manifest(0).len());
+    assert_eq!(body.len(), limit - 64);
+    let file = env.dir.path().join("huge.json");
+    std::fs::write(&file, body).expect("write the manifest");
+    // Stored or refused afterwards (etcd takes 1.5 MiB): the webhook was called first.
+    let path = "/apis/apps/v1/namespaces/apps/deployments";
+    let _ = env.kubectl_combined(&["create", "--raw", path, "-f", &file.to_string_lossy()]).await;
+
+    // Each review of the create (the apiserver may try it twice) refused, and the apiserver's
+    // log shows our reason: client-go reports a Status body's message, over HTTP/2.
+    let log = env.apiserver_log();
+    let failed: Vec<&str> =
+        log.lines().filter(|l| l.contains("Failed calling webhook, failing open")).collect();
+    let metrics = env.metrics().await;
+    let too_large =
+        metric_sum(&metrics, REQUESTS, &["path=\"/validate-deployment\"", "result=\"too_large\""]);
+    assert!(too_large >= 1.0, "the webhook refused the oversized review:\n{metrics}");
+    assert_eq!(failed.len() as f64, too_large, "the apiserver failed open on each:\n{}", failed.join("\n"));
+    for line in failed {
+        assert!(
+            line.contains("request body is larger than 3145728 bytes"),
+            "the reason reached the apiserver: {line}"
+        );
+    }
+}

@@ -467,9 +467,14 @@ impl ControlPlane {
         let _ = Command::new("kill").arg(format!("-{signal}")).arg(child.id().to_string()).status();
     }
 
+    /// A component's log so far (`kube-apiserver`, `etcd`, ...).
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+
     /// The tail of a component's log (for failure messages).
     pub fn log_tail(&self, name: &str) -> String {
-        let text = std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default();
+        let text = self.log(name);
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
     }

@@ -379,6 +379,14 @@ impl Env {
         }
     }
 
+    /// The real apiserver's log so far (why a webhook call failed, for one).
+    pub fn apiserver_log(&self) -> String {
+        match &self.cluster {
+            Cluster::Real(plane) => plane.log("kube-apiserver"),
+            Cluster::Sim(_) => panic!("kube-sim has no apiserver log"),
+        }
+    }
+
     /// Admission webhook calls that failed and were let through (`failurePolicy: Ignore`):
     /// the audit events the apiserver annotates `failed-open…`.
     pub fn failed_open_calls(&self) -> Vec<Value> {

@@ -119,6 +119,7 @@ pub struct Metrics {
     signals_dropped: Counter,
     dry_runs_ignored: Counter,
     objects_undecodable: Counter,
+    objects_dropped: Counter,
     cert_reloads: Counter,
     cert_reload_failures: Counter,
     cert_rotations: Counter,
@@ -160,6 +161,7 @@ impl Metrics {
             signals_dropped: Counter::default(),
             dry_runs_ignored: Counter::default(),
             objects_undecodable: Counter::default(),
+            objects_dropped: Counter::default(),
             cert_reloads: Counter::default(),
             cert_reload_failures: Counter::default(),
             cert_rotations: Counter::default(),
@@ -197,6 +199,12 @@ impl Metrics {
             "webhook_objects_undecodable",
             "Admitted Deployments or PDBs that could not be decoded for the handler",
             self.objects_undecodable.clone(),
+        );
+        registry.register(
+            "webhook_objects_dropped",
+            "Admitted Deployments or PDBs not handed to the controller because a burst had the most \
+             allowed in flight (the controller still acts on them from its watch)",
+            self.objects_dropped.clone(),
         );
         registry.register(
             "webhook_cert_reloads",
@@ -261,6 +269,10 @@ impl Metrics {
         self.objects_undecodable.inc();
     }
 
+    pub(crate) fn object_dropped(&self) {
+        self.objects_dropped.inc();
+    }
+
     pub(crate) fn cert_reloaded(&self) {
         self.cert_reloads.inc();
     }
@@ -309,6 +321,11 @@ impl Metrics {
     /// Signals dropped on a full queue so far.
     pub fn signals_dropped(&self) -> u64 {
         self.signals_dropped.get()
+    }
+
+    /// Admitted objects dropped at the in-flight bound so far.
+    pub fn objects_dropped(&self) -> u64 {
+        self.objects_dropped.get()
     }
 
     /// Dry runs ignored so far.

@@ -1,7 +1,8 @@
 //! The admission endpoints. Every well-formed review is allowed at once, without any API call;
 //! evictions become [`Signal`]s offered to the bounded queue, Deployments and PDBs are decoded
 //! and handed to the [`AdmissionHandler`] on a spawned task. Client mistakes get a 4xx with a
-//! one-line reason.
+//! `metav1.Status` body naming the problem: client-go (the apiserver's webhook client) logs a
+//! Status's message, and only a generic line for any other body.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::Semaphore;
 
 use crate::metrics::{Endpoint, Metrics, Outcome};
 use crate::review::{
@@ -30,6 +32,12 @@ use crate::review::{
 
 /// Largest request body accepted (the apiserver's own object limit is 3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Most admitted objects decoded for the controller at once: each holds its review (up to
+/// [`MAX_BODY_BYTES`]) until handed over, so a burst is bounded to ~100 MiB. Beyond it an object
+/// is dropped and counted; its review is still allowed at once, and the controller acts on it
+/// from its watch a moment later.
+pub const MAX_OBJECTS_IN_FLIGHT: usize = 32;
 
 /// What the handlers share: the signal queue, the admission handler and the metrics.
 ///
@@ -42,12 +50,24 @@ struct Shared {
     signals: SignalSender,
     handler: Arc<dyn AdmissionHandler>,
     metrics: Metrics,
+    /// Admitted objects being decoded for the handler ([`MAX_OBJECTS_IN_FLIGHT`]).
+    in_flight: Arc<Semaphore>,
 }
 
 impl WebhookState {
     /// State for [`router`].
     pub fn new(signals: SignalSender, handler: Arc<dyn AdmissionHandler>, metrics: Metrics) -> Self {
-        Self(Arc::new(Shared { signals, handler, metrics }))
+        Self::with_objects_in_flight(signals, handler, metrics, MAX_OBJECTS_IN_FLIGHT)
+    }
+
+    /// Like [`WebhookState::new`], with at most `limit` admitted objects in flight.
+    pub fn with_objects_in_flight(
+        signals: SignalSender,
+        handler: Arc<dyn AdmissionHandler>,
+        metrics: Metrics,
+        limit: usize,
+    ) -> Self {
+        Self(Arc::new(Shared { signals, handler, metrics, in_flight: Arc::new(Semaphore::new(limit)) }))
     }
 }
 
@@ -78,10 +98,20 @@ impl Rejection {
 impl IntoResponse for Rejection {
     fn into_response(self) -> Response {
         tracing::debug!(status = %self.status, reason = %self.reason, "admission request rejected");
-        let mut body = self.reason;
-        body.push('\n');
-        let mut response = (self.status, body).into_response();
-        response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+        // The apiserver's own StatusReason for each status we answer.
+        let reason = match self.status {
+            StatusCode::NOT_FOUND => "NotFound",
+            StatusCode::METHOD_NOT_ALLOWED => "MethodNotAllowed",
+            StatusCode::PAYLOAD_TOO_LARGE => "RequestEntityTooLarge",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "UnsupportedMediaType",
+            _ => "BadRequest",
+        };
+        let status = serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": self.reason, "reason": reason, "code": self.status.as_u16(),
+        });
+        let mut response = (self.status, status.to_string()).into_response();
+        response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         response
     }
 }
@@ -253,15 +283,22 @@ async fn handle_object(state: &Shared, request: Request, kind: ObjectKind) -> Ha
     Ok((Outcome::allowed, response))
 }
 
-/// Decodes the full object and calls the handler on a spawned task, off the request path.
+/// Decodes the full object and calls the handler on a spawned task, off the request path;
+/// drops it (counted) when [`MAX_OBJECTS_IN_FLIGHT`] are already on their way.
 fn deliver<T: DeserializeOwned + Send + 'static>(
     state: &Shared,
     body: Bytes,
     hand_over: fn(&dyn AdmissionHandler, T),
 ) {
+    let Ok(permit) = Arc::clone(&state.in_flight).try_acquire_owned() else {
+        state.metrics.object_dropped();
+        tracing::debug!("too many admitted objects in flight; this one is left to the controller's watch");
+        return;
+    };
     let handler = Arc::clone(&state.handler);
     let metrics = state.metrics.clone();
     tokio::spawn(async move {
+        let _permit = permit;
         match serde_json::from_slice::<FullEnvelope<T>>(&body) {
             Ok(review) => hand_over(handler.as_ref(), review.request.object),
             Err(error) => {

@@ -56,6 +56,65 @@ async fn clients_connect_over_tls_1_2_and_1_3_with_http1_and_h2() {
     server.stop().await.unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// An oversized review is refused with 413 and its reason over both protocols: the
+/// apiserver's client speaks HTTP/2, where a refusal must not be a reset stream without a status.
+#[tokio::test]
+async fn an_oversized_review_gets_413_with_its_reason_over_http1_and_h2() {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let certs = generate_into(dir.path());
+    let server = start(settings(&dir.path().join("tls.crt"), &dir.path().join("tls.key"))).await;
+    let oversized = || {
+        let body = vec![b' '; eviction_autoscaler_webhook::MAX_BODY_BYTES + 512 * 1024];
+        http::Request::post("/validate-deployment")
+            .header(http::header::HOST, "localhost")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let expect_413 = |protocol: &str, reply: (StatusCode, String)| {
+        assert_eq!(reply.0, StatusCode::PAYLOAD_TOO_LARGE, "{protocol}: {}", reply.1);
+        assert!(reply.1.contains("request body is larger than"), "{protocol}: the reason: {}", reply.1);
+    };
+
+    let config = client_config(&[&certs.ca_pem], &[&TLS13], &[b"http/1.1"]);
+    let mut sender = http1(connect(server.addr, config).await.unwrap_or_else(|e| panic!("{e}"))).await;
+    let response = sender.send_request(oversized()).await.unwrap_or_else(|e| panic!("HTTP/1.1: {e}"));
+    expect_413("HTTP/1.1", read_reply(response).await);
+
+    let config = client_config(&[&certs.ca_pem], &[&TLS13], &[b"h2"]);
+    let mut sender = http2(connect(server.addr, config).await.unwrap_or_else(|e| panic!("{e}"))).await;
+    let response = sender.send_request(oversized()).await.unwrap_or_else(|e| panic!("h2: {e}"));
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    expect_413("h2", read_reply(response).await);
+    // The connection still serves the next review.
+    let response = sender.send_request(eviction_request()).await.unwrap_or_else(|e| panic!("h2 after: {e}"));
+    assert_allowed_reply(&read_reply(response).await);
+
+    // Streamed, with no length declared: the limit is found while reading.
+    let config = client_config(&[&certs.ca_pem], &[&TLS13], &[b"h2"]);
+    let stream = connect(server.addr, config).await.unwrap_or_else(|e| panic!("{e}"));
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("h2 handshake: {e}"));
+    tokio::spawn(connection);
+    let chunks = (0..64).map(|_| {
+        Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(Bytes::from(vec![b' '; 64 * 1024])))
+    });
+    let request = http::Request::post("/validate-deployment")
+        .header(http::header::HOST, "localhost")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(http_body_util::StreamBody::new(futures::stream::iter(chunks)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let response = sender.send_request(request).await.unwrap_or_else(|e| panic!("h2 streamed: {e}"));
+    expect_413("h2, streamed", read_reply(response).await);
+    server.stop().await.unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// A TLS 1.1-only ClientHello, built by hand (the local OpenSSL refuses to send one).
 fn tls11_client_hello() -> Vec<u8> {
     let mut body = Vec::new();
