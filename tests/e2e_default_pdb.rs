@@ -320,3 +320,41 @@ async fn five_hundred_deployments_in_one_apply_get_exactly_five_hundred_pdbs() {
     assert_eq!(creates.len(), COUNT, "exactly {COUNT} successful creates by the product: {strays:#?}");
     assert_eq!(env.pdb_actions("created").await, COUNT as u64, "exactly {COUNT} creations counted");
 }
+
+/// A reinstall that deletes the CRD and applies it again (or an upgrade that replaces it): the
+/// garbage collector deletes the default PDB the old CRD owned, and the product creates it once
+/// more, owned by the new CRD object, where it stays. A PDB carrying the old CRD's UID would be
+/// deleted by the garbage collector at once, and created again, in a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_re_created_crd_owns_the_default_pdb_again_and_it_stays() {
+    let env = cluster_with_apps(&[]).await;
+    env.apply(&support::deployment("apps", "web", 2, &[])).await;
+    let first = env.wait_pdb("apps", &ours("web"), "created", |_| true).await;
+    let uid_of = |v: &Value| v["metadata"]["uid"].as_str().unwrap_or_default().to_owned();
+    let old_crd = uid_of(&env.get(&["crd", CRD]).await.expect("the CRD"));
+    let start = env.requests().len();
+
+    env.kubectl_ok(&["delete", "crd", CRD]).await;
+    env.kubectl_ok(&["apply", "-f", &support::repo_path("deploy/base/crd.yaml")]).await;
+    let new_crd = uid_of(&env.get(&["crd", CRD]).await.expect("the CRD, applied again"));
+    assert_ne!(new_crd, old_crd, "a new CRD object");
+    let owned_by_new = |p: &Value| p["metadata"]["ownerReferences"][0]["uid"] == new_crd.as_str();
+    let pdb = env.wait_pdb("apps", &ours("web"), "owned by the new CRD", owned_by_new).await;
+    assert_ne!(uid_of(&pdb), uid_of(&first), "the old PDB went with the old CRD");
+    assert_default_pdb(&env, &pdb, "web", 2).await;
+
+    // It stays: the product acts on it later, and it is still the same object.
+    env.kubectl_ok(&["scale", "deployment", "web", "-n", "apps", "--replicas=3"]).await;
+    let scaled =
+        env.wait_pdb("apps", &ours("web"), "minAvailable 3", |p| p["spec"]["minAvailable"] == 3).await;
+    assert_eq!(uid_of(&scaled), uid_of(&pdb), "never deleted and created again");
+    let creates: Vec<jiff::Timestamp> = env.requests()[start..]
+        .iter()
+        .filter(|r| r.user_agent.starts_with(support::PRODUCT_AGENT) && r.verb == "create")
+        .filter(|r| r.resource == "poddisruptionbudgets" && r.name == ours("web") && r.succeeded())
+        .map(|r| r.timestamp.parse().expect("a timestamp"))
+        .collect();
+    // One create, owned by the new CRD: the PDB's deletion may reach the product before the
+    // CRD's, and the owner is read again before a create.
+    assert_eq!(creates.len(), 1, "creates: {creates:?}\n{}", env.product_log());
+}

@@ -78,10 +78,21 @@ async fn the_seeds_verification_steps_hold_cluster_wide_with_pdb_creation() {
     })
     .await;
     assert_eq!(allowed.0, 1, "{}", allowed.1);
-    // "Watch for automatic PDB management events": why it scaled.
+    // "Watch for automatic PDB management events": why it scaled, listed in time order with
+    // the Events of Kubernetes' own controllers (the surge after the Deployment's creation).
     let (sorted, events) = env.sh("kubectl get events -n shop --sort-by='.lastTimestamp'").await;
+    assert!(sorted, "kubectl get events -n shop: {events}");
+    let surge_line = assert_listed_in_time_order(&events);
+    assert!(events.lines().count() - surge_line <= 8, "the surge is among the latest Events:\n{events}");
+    // The troubleshooting steps: every namespace, then only what concerns drains.
+    let (sorted, events) = env.sh("kubectl get events -A --sort-by='.lastTimestamp'").await;
+    assert!(sorted, "kubectl get events -A: {events}");
+    assert_listed_in_time_order(&events);
+    let (found, events) = env
+        .sh("kubectl get events --sort-by='.lastTimestamp' -A | grep -i \"disruption\\|evict\\|drain\"")
+        .await;
     let ours = |reason: &str| events.lines().any(|l| l.contains(reason) && l.contains("deployment/web"));
-    assert!(sorted && ours("PDBCreated") && ours("SurgeStarted"), "the Events listing shows:\n{events}");
+    assert!(found && ours("PDBCreated") && ours("SurgeStarted"), "the grep shows:\n{events}");
 
     // After verification, uncordon: back to the baseline.
     let (uncordoned, text) = env.sh(&format!("NODE={node}\nkubectl uncordon $NODE")).await;
@@ -95,4 +106,21 @@ async fn the_seeds_verification_steps_hold_cluster_wide_with_pdb_creation() {
     .await;
     let states = history.states();
     assert!(states.iter().all(|s| s.ready >= 2), "Ready replicas dropped below the baseline: {states:?}");
+}
+
+/// `listing` (kubectl get events, sorted by `.lastTimestamp`) shows the surge after the
+/// Deployment controller's first Event about `web` (its creation; a null `lastTimestamp` would
+/// sort it as the oldest, or hide it); returns the surge's line.
+fn assert_listed_in_time_order(listing: &str) -> usize {
+    let lines: Vec<&str> = listing.lines().collect();
+    // With -A the first column is the namespace (other tests may share the control plane).
+    let in_shop = |l: &str| !listing.starts_with("NAMESPACE") || l.starts_with("shop ");
+    let line_of = |reason: &str| {
+        lines.iter().position(|l| in_shop(l) && l.contains(reason) && l.contains("deployment/web"))
+    };
+    let created =
+        line_of("ScalingReplicaSet").unwrap_or_else(|| panic!("no ScalingReplicaSet Event:\n{listing}"));
+    let surged = line_of("SurgeStarted").unwrap_or_else(|| panic!("no SurgeStarted Event:\n{listing}"));
+    assert!(created < surged, "the surge sorts after the Deployment's creation:\n{listing}");
+    surged
 }

@@ -136,3 +136,48 @@ async fn a_pdb_retired_at_admission_is_not_recreated_before_the_admitted_pdb_lan
     );
     running.stop().await;
 }
+
+/// A default PDB that something deletes as soon as it appears (a garbage collector that sees
+/// a stale owner, another tool) is created again on a back-off schedule, never in a loop.
+#[tokio::test]
+async fn a_default_pdb_deleted_as_soon_as_it_appears_is_created_again_on_a_back_off_schedule() {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let sim = Sim::start().await;
+    sim.seed(DEPLOYMENT).await;
+    let client = sim.client().await;
+    let running = start_controller(&sim, config()).await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "apps");
+    eventually("default PDB created", WAIT, || async {
+        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()
+    })
+    .await;
+
+    // For 12 s, every web-eviction-autoscaler that appears is deleted at once.
+    let started = jiff::Timestamp::now();
+    let config = watcher::Config::default().fields("metadata.name=web-eviction-autoscaler");
+    let deleter = async {
+        let mut stream = std::pin::pin!(watcher(pdbs.clone(), config).applied_objects());
+        while let Some(Ok(_)) = stream.next().await {
+            let _ = pdbs.delete("web-eviction-autoscaler", &DeleteParams::default()).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(12), deleter).await;
+
+    // Every PDB create since is web's (kube-sim logs creates without a name).
+    let creates: Vec<jiff::Timestamp> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.resource == "poddisruptionbudgets" && r.code < 300)
+        .map(|r| r.timestamp.parse().expect("a timestamp"))
+        .filter(|at| *at > started)
+        .collect();
+    let gaps: Vec<f64> = creates.windows(2).map(|w| w[1].duration_since(w[0]).as_secs_f64()).collect();
+    // Created again 1 s after the first, then 2 s, 4 s, 8 s after each: at ~1, 3 and 7 s.
+    assert!((2..=4).contains(&creates.len()), "{} creates in 12 s, gaps {gaps:?}", creates.len());
+    for (i, gap) in gaps.iter().enumerate() {
+        let least = f64::from(2_u32 << i) * 0.9;
+        assert!(*gap >= least, "a create {gap:.2} s after the one before (back-off {least} s): {gaps:?}");
+    }
+    running.stop().await;
+}

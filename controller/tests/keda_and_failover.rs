@@ -136,3 +136,46 @@ async fn the_follower_takes_over_a_surge_and_reverts_it() {
     .await;
     second.stop().await;
 }
+
+/// A replica that loses the Lease stops reporting the surges it made: the holder reports them
+/// now, and two replicas reporting one surge would keep `SurgeOverdue` firing and double
+/// every alert.
+#[tokio::test]
+async fn a_demoted_replica_stops_reporting_its_surges() {
+    let sim = Sim::start().await;
+    sim.seed(&drain_fixture(1, "", true, true)).await;
+    let client = sim.client().await;
+    let timings = LeaseTimings {
+        duration: Duration::from_secs(3),
+        renew_every: Duration::from_millis(500),
+        retry_every: Duration::from_millis(200),
+    };
+    let first = start_custom(&sim, elected(), |c| c.with_identity("first").with_lease_timings(timings)).await;
+    let active = |running: &common::Running| {
+        running
+            .metrics_text()
+            .lines()
+            .find(|l| l.starts_with("eviction_autoscaler_active_surges "))
+            .map(str::to_owned)
+    };
+    eventually("the holder reports its surge", WAIT, || async {
+        (active(&first).as_deref() == Some("eviction_autoscaler_active_surges 1")).then_some(())
+    })
+    .await;
+
+    // Another holder takes the Lease (as after a partition): `first` follows from its next round.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let mut lease = leases.get("eviction-autoscaler").await.expect("the Lease");
+    let spec = lease.spec.get_or_insert_default();
+    spec.holder_identity = Some("elsewhere".into());
+    spec.lease_duration_seconds = Some(3600);
+    spec.renew_time = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now()));
+    leases.replace("eviction-autoscaler", &Default::default(), &lease).await.expect("take the Lease");
+    eventually("the demoted replica reports no surge", WAIT, || async {
+        let text = first.metrics_text();
+        let leader = text.lines().any(|l| l == "eviction_autoscaler_leader 0");
+        (leader && active(&first).as_deref() == Some("eviction_autoscaler_active_surges 0")).then_some(())
+    })
+    .await;
+    first.stop().await;
+}

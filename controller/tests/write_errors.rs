@@ -90,5 +90,19 @@ async fn forbidden_scaling_degrades_the_eas_without_a_write_loop() {
     assert!(degraded.message.contains("forbidden"), "{}", degraded.message);
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(hook.seen.load(Ordering::SeqCst), 1, "one attempt, then writes pause");
+    let gauge = r#"eviction_autoscaler_degraded{reason="SurgeForbidden"}"#;
+    let degraded_count = || {
+        let text = running.metrics_text();
+        text.lines().find(|l| l.starts_with(gauge)).map(|l| l[gauge.len()..].trim().to_owned())
+    };
+    assert_eq!(degraded_count().as_deref(), Some("1"), "{}", running.metrics_text());
+
+    // The Deployment deleted: it is degraded no more (the alert would fire forever).
+    let deployments: Api<Deployment> = Api::namespaced(sim.client().await, "apps");
+    deployments.delete("web", &Default::default()).await.expect("delete the Deployment");
+    eventually("the degraded gauge cleared", WAIT, || async {
+        (degraded_count().as_deref() == Some("0")).then_some(())
+    })
+    .await;
     running.stop().await;
 }

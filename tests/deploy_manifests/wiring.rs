@@ -311,7 +311,7 @@ fn product_metrics() -> String {
     let controller = eviction_autoscaler_controller::Metrics::new();
     controller.register(&mut registry);
     // A labelled family is printed only once it has a series.
-    controller.set_degraded("default/web", Some("MultiplePDBs"));
+    controller.set_degraded(&("default".to_owned(), "web".to_owned()), Some("MultiplePDBs"));
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).expect("metrics encode");
     text

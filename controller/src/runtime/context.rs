@@ -14,7 +14,6 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -22,6 +21,7 @@ use tokio::time::Instant;
 use super::caches::Caches;
 use super::metrics::Metrics;
 use super::queue::{Key, WorkQueue};
+use super::recorder::Recorder;
 use crate::displaced::SignaledPod;
 use crate::eas::pdb_covers;
 
@@ -57,6 +57,8 @@ pub struct Memory {
     pub expired_at: Option<Timestamp>,
     /// The default-PDB planner's last skip reason (its Event is emitted on change only).
     pub pdb_skip: Option<&'static str>,
+    /// This replica's recent creates of the default PDB: their back-off.
+    pub pdb_creates: Option<super::pdbs::Creates>,
 }
 
 /// A status we wrote: the cached resourceVersion it was computed from, and the status.
@@ -93,13 +95,19 @@ pub struct Context {
     draining: Mutex<BTreeSet<String>>,
     /// Recently listed pods per draining node.
     node_pods: Mutex<HashMap<String, ListedPods>>,
-    /// Owners of signalled pods that are not Deployments, already reported (once each).
-    skipped_owners: Mutex<BTreeSet<(String, String, String)>>,
+    /// Owners of signalled pods that are not Deployments, and when each was reported.
+    skipped_owners: Mutex<HashMap<(String, String, String), Instant>>,
     /// Last `spec.lastEviction` write per EAS (debounce).
     eas_writes: Mutex<HashMap<(String, String), Instant>>,
     /// Last status written per EAS, and the cached resourceVersion it was computed from.
     status_writes: Mutex<HashMap<(String, String), WrittenStatus>>,
 }
+
+/// How often a `spec.lastEviction` write to one EAS may go out.
+const EAS_WRITE_EVERY: Duration = Duration::from_secs(1);
+
+/// How often evictions of one non-Deployment owner's pods are reported (`SurgeSkipped`).
+const SKIP_REPORT_EVERY: Duration = Duration::from_secs(3600);
 
 /// How long a PDB seen at admission counts as stored: the apiserver stores it within moments,
 /// and if it never does (refused after the webhooks) the default PDB comes back after this.
@@ -161,24 +169,45 @@ impl Context {
         f(lock(&self.memory).entry(key.clone()).or_default())
     }
 
-    /// Forgets a deleted Deployment.
+    /// Resets the failure count of `key` after a good evaluation (a forgotten key stays so).
+    pub fn reset_failures(&self, key: &Key) {
+        if let Some(m) = lock(&self.memory).get_mut(key) {
+            m.failures = 0;
+        }
+    }
+
+    /// Forgets a deleted Deployment, and what the metrics said about it.
     pub fn forget(&self, key: &Key) {
         lock(&self.memory).remove(key);
+        self.metrics.set_degraded(key, None);
+        self.publish_surge_gauges();
+    }
+
+    /// This replica stopped writing (lost or released the Lease): the holder reports the
+    /// surges now, and two replicas reporting them would double every alert.
+    pub fn forget_surges(&self) {
+        for m in lock(&self.memory).values_mut() {
+            m.surged = false;
+            m.overdue = false;
+        }
+        self.metrics.clear_degraded();
+        self.publish_surge_gauges();
+    }
+
+    /// Sets the `active_surges` and `surges_overdue` gauges from the memory.
+    pub fn publish_surge_gauges(&self) {
+        let (surged, overdue) = {
+            let memory = lock(&self.memory);
+            let count = |f: fn(&Memory) -> bool| memory.values().filter(|m| f(m)).count();
+            (count(|m| m.surged), count(|m| m.overdue))
+        };
+        self.metrics.active_surges.set(i64::try_from(surged).unwrap_or(i64::MAX));
+        self.metrics.surges_overdue.set(i64::try_from(overdue).unwrap_or(i64::MAX));
     }
 
     /// Keys of Deployments that were surged at their last evaluation.
     pub fn surged_keys(&self) -> Vec<Key> {
         lock(&self.memory).iter().filter(|(_, m)| m.surged).map(|(k, _)| k.clone()).collect()
-    }
-
-    /// Number of Deployments surged at their last evaluation.
-    pub fn surged_count(&self) -> usize {
-        lock(&self.memory).values().filter(|m| m.surged).count()
-    }
-
-    /// How many Deployments have an overdue surge.
-    pub fn overdue_count(&self) -> usize {
-        lock(&self.memory).values().filter(|m| m.overdue).count()
     }
 
     /// Records the drain state of `node`; returns the previous state.
@@ -293,22 +322,28 @@ impl Context {
             .collect()
     }
 
-    /// Whether the non-Deployment owner `(namespace, kind, name)` is reported for the first time.
+    /// Whether the non-Deployment owner `(namespace, kind, name)` is to be reported: not in
+    /// the last [`SKIP_REPORT_EVERY`] (so the set holds only recent owners).
     pub fn first_skip_of(&self, owner: (String, String, String)) -> bool {
-        lock(&self.skipped_owners).insert(owner)
+        let mut reported = lock(&self.skipped_owners);
+        reported.retain(|_, at| at.elapsed() < SKIP_REPORT_EVERY);
+        if reported.contains_key(&owner) {
+            return false;
+        }
+        reported.insert(owner, Instant::now());
+        true
     }
 
     /// Whether a `spec.lastEviction` write to this EAS is allowed now (≤ 1 per second).
     pub fn take_eas_write_slot(&self, namespace: &str, name: &str) -> bool {
         let mut writes = lock(&self.eas_writes);
+        writes.retain(|_, at| at.elapsed() < EAS_WRITE_EVERY);
         let key = (namespace.to_owned(), name.to_owned());
-        match writes.get(&key) {
-            Some(at) if at.elapsed() < Duration::from_secs(1) => false,
-            _ => {
-                writes.insert(key, Instant::now());
-                true
-            }
+        if writes.contains_key(&key) {
+            return false;
         }
+        writes.insert(key, Instant::now());
+        true
     }
 
     /// Whether `status` was already written to EAS `namespace/name` while the cache still
@@ -335,6 +370,11 @@ impl Context {
         status: EvictionAutoScalerStatus,
     ) {
         lock(&self.status_writes).insert((namespace.to_owned(), name.to_owned()), (cached_version, status));
+    }
+
+    /// Forgets a deleted EAS's last written status.
+    pub fn forget_eas(&self, namespace: &str, name: &str) {
+        lock(&self.status_writes).remove(&(namespace.to_owned(), name.to_owned()));
     }
 
     /// Schedules every cached Deployment now (start, new leadership, namespace changes).

@@ -104,7 +104,7 @@ pub async fn handle_signal(
     Ok(())
 }
 
-/// Records, once per owner and process, why evictions of its pods never surge anything.
+/// Records, once an hour per owner, why evictions of its pods never surge anything.
 async fn report_skipped_owner(ctx: &Context, pod: &Pod) {
     let Some(owner) = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true))
     else {
@@ -119,14 +119,8 @@ async fn report_skipped_owner(ctx: &Context, pod: &Pod) {
          (a StatefulSet's ordered rollout conflicts with surging)",
         owner.kind, owner.name
     );
-    let event = kube::runtime::events::Event {
-        type_: kube::runtime::events::EventType::Normal,
-        reason: events::SKIPPED.to_owned(),
-        note: Some(note),
-        action: events::SKIPPED.to_owned(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &kube::Resource::object_ref(pod, &())).await {
+    let object = kube::Resource::object_ref(pod, &());
+    if let Err(e) = ctx.recorder.publish(&object, false, events::SKIPPED, &note).await {
         debug!(error = %e, "could not publish Event");
     }
 }
@@ -248,7 +242,16 @@ pub fn on_namespace(ctx: &Arc<Context>, event: &Event<Namespace>) {
 /// EAS events: a `spec.lastEviction` within the signal window is a signal (another replica
 /// may have seen it); any change re-evaluates the target.
 pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
-    let Event::Apply(eas) = event else { return };
+    let eas = match event {
+        Event::Apply(eas) => eas,
+        Event::Delete(eas) => {
+            if let (Some(namespace), Some(name)) = (&eas.metadata.namespace, &eas.metadata.name) {
+                ctx.forget_eas(namespace, name);
+            }
+            return;
+        }
+        _ => return,
+    };
     let Some(namespace) = eas.metadata.namespace.clone() else { return };
     ctx.queue.schedule_now((namespace.clone(), eas.spec.target_name.clone()));
     // Only the holder acts on signals; followers wrote them here in the first place.

@@ -12,6 +12,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
+use super::queue::Key;
+
 /// Label: where a signal came from (`webhook`, `eas`, `drain`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
@@ -65,7 +67,7 @@ pub struct Metrics {
     /// Default-PDB actions done, by outcome and reason.
     pub pdb_actions: Family<PdbLabel, Counter>,
     /// Per-Deployment degraded reason, to keep the gauge family exact.
-    degraded_by_key: Arc<Mutex<HashMap<String, &'static str>>>,
+    degraded_by_key: Arc<Mutex<HashMap<Key, &'static str>>>,
 }
 
 impl Default for Metrics {
@@ -148,10 +150,10 @@ impl Metrics {
     }
 
     /// Records the degraded reason (or none) of one Deployment.
-    pub fn set_degraded(&self, key: &str, reason: Option<&'static str>) {
+    pub fn set_degraded(&self, key: &Key, reason: Option<&'static str>) {
         let Ok(mut by_key) = self.degraded_by_key.lock() else { return };
         let previous = match reason {
-            Some(r) => by_key.insert(key.to_owned(), r),
+            Some(r) => by_key.insert(key.clone(), r),
             None => by_key.remove(key),
         };
         if previous == reason {
@@ -162,6 +164,14 @@ impl Metrics {
         }
         if let Some(new) = reason {
             self.degraded.get_or_create(&ReasonLabel { reason: new.to_owned() }).inc();
+        }
+    }
+
+    /// Forgets every Deployment's degraded reason (this replica no longer reports them).
+    pub fn clear_degraded(&self) {
+        let Ok(mut by_key) = self.degraded_by_key.lock() else { return };
+        for (_, reason) in by_key.drain() {
+            self.degraded.get_or_create(&ReasonLabel { reason: reason.to_owned() }).dec();
         }
     }
 }
@@ -177,15 +187,20 @@ mod tests {
         metrics.register(&mut registry);
         metrics.signal("webhook");
         metrics.action("surge");
-        metrics.set_degraded("prod/web", Some("MultiplePDBs"));
-        metrics.set_degraded("prod/web", Some("MultiplePDBs"));
-        metrics.set_degraded("prod/api", Some("MultiplePDBs"));
-        metrics.set_degraded("prod/web", None);
+        let key = |name: &str| ("prod".to_owned(), name.to_owned());
+        metrics.set_degraded(&key("web"), Some("MultiplePDBs"));
+        metrics.set_degraded(&key("web"), Some("MultiplePDBs"));
+        metrics.set_degraded(&key("api"), Some("MultiplePDBs"));
+        metrics.set_degraded(&key("web"), None);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
         assert!(text.contains("eviction_autoscaler_evictions_seen_total{source=\"webhook\"} 1"), "{text}");
         assert!(text.contains("eviction_autoscaler_scale_actions_total{action=\"surge\"} 1"));
         assert!(text.contains("eviction_autoscaler_degraded{reason=\"MultiplePDBs\"} 1"), "{text}");
         assert!(text.contains("eviction_autoscaler_signal_to_scale_latency_seconds_bucket"));
+        metrics.clear_degraded();
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+        assert!(text.contains("eviction_autoscaler_degraded{reason=\"MultiplePDBs\"} 0"), "{text}");
     }
 }

@@ -11,6 +11,7 @@ mod observe;
 pub mod pdbs;
 pub mod queue;
 pub mod reconcile;
+pub mod recorder;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,7 +32,6 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::Api;
-use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
@@ -47,14 +47,11 @@ use self::metrics::Metrics;
 use crate::error::Error;
 use crate::keda::ScaledObject;
 
-/// The reporting controller name on Events.
-pub const CONTROLLER_NAME: &str = "eviction-autoscaler";
-
 /// Name of KEDA's ScaledObject CRD.
 const KEDA_CRD: &str = "scaledobjects.keda.sh";
 
 /// Longest back-off between failed evaluations of one Deployment.
-const MAX_BACKOFF: Duration = Duration::from_secs(300);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// A controller ready to run: metrics registered, admission queue created.
 pub struct Controller {
@@ -134,10 +131,7 @@ impl Controller {
         let config_changes = config.clone();
         let config = config.borrow().clone();
         let (leader_tx, leader_rx) = watch::channel(!config.leader_elect);
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter { controller: CONTROLLER_NAME.into(), instance: Some(identity.clone()) },
-        );
+        let recorder = recorder::Recorder::new(client.clone(), identity.clone());
         let ctx = Arc::new(Context::new(
             client.clone(),
             config_changes.clone(),
@@ -260,6 +254,8 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
                 info!("became the Lease holder: resuming every Deployment");
                 c.schedule_all();
                 pdbs::reconcile_all_pdbs(&c).await;
+            } else {
+                c.forget_surges();
             }
         }
     });
@@ -290,7 +286,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
         };
         match result {
             Ok(next) => {
-                ctx.with_memory(&key, |m| m.failures = 0);
+                ctx.reset_failures(&key);
                 if let Some(at) = next {
                     ctx.queue.schedule(key, instant_at(at));
                 }
@@ -304,6 +300,9 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
                 warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
                 ctx.queue.schedule(key, tokio::time::Instant::now() + backoff);
             }
+        }
+        if !ctx.may_write() {
+            ctx.forget_surges(); // demoted while evaluating: what it just counted is not ours
         }
     }
 }

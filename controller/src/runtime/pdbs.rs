@@ -4,18 +4,21 @@
 //! ARCHITECTURE.md §2 allows (create-if-absent and preconditioned deletes are idempotent).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, info, instrument, warn};
 
 use eviction_autoscaler_shared::keys;
 
+use tokio::time::Instant;
+
+use super::MAX_BACKOFF;
 use super::context::Context;
 use super::queue::Key;
 use crate::error;
@@ -34,6 +37,36 @@ pub async fn crd_uid(ctx: &Context) -> Option<String> {
             warn!(error = %e, "cannot read the EvictionAutoScaler CRD: default PDBs are not managed");
             None
         }
+    }
+}
+
+/// A quiet spell this long after our last create of a default PDB starts its back-off over.
+const CREATE_WINDOW: Duration = Duration::from_secs(600);
+
+/// This replica's creates of one default PDB in a row (each within [`CREATE_WINDOW`] of the
+/// one before), and the last.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Creates {
+    count: u32,
+    last: Instant,
+}
+
+impl Creates {
+    /// The record after one more create at `now`.
+    fn after(recent: Option<Self>, now: Instant) -> Self {
+        match recent.filter(|r| now.duration_since(r.last) < CREATE_WINDOW) {
+            Some(r) => Self { count: r.count.saturating_add(1), last: now },
+            None => Self { count: 1, last: now },
+        }
+    }
+
+    /// When the next create may go out (`None`: now). A PDB that keeps vanishing after we
+    /// create it (deleted by a garbage collector that sees a stale owner, or by another tool)
+    /// is created again after 1 s, 2 s, 4 s … up to [`MAX_BACKOFF`], never in a hot loop.
+    fn blocked_until(recent: Option<Self>, now: Instant) -> Option<Instant> {
+        let r = recent.filter(|r| now.duration_since(r.last) < CREATE_WINDOW)?;
+        let at = r.last + Duration::from_secs(1_u64 << r.count.saturating_sub(1).min(9)).min(MAX_BACKOFF);
+        (now < at).then_some(at)
     }
 }
 
@@ -95,6 +128,22 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
     let mut plan =
         pdb::plan_deployment(&deployment, autoscaler.as_ref(), &namespace_view, &ctx.config(), crd_uid);
     if matches!(plan.action, Action::Create { .. }) {
+        let now = Instant::now();
+        if let Some(at) = ctx.with_memory(key, |m| Creates::blocked_until(m.pdb_creates, now)) {
+            info!(wait = ?at - now, "the default PDB vanished soon after we created it: creating it again after a back-off");
+            ctx.queue.schedule(key.clone(), at);
+            return Ok(());
+        }
+        // The owner re-read: a CRD deleted or replaced a moment ago (its watch event still on
+        // the way) would have the garbage collector delete the new PDB at once.
+        let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+        let live_crd = crds.get_opt(EAS_CRD).await?.and_then(|c| c.metadata.uid);
+        if live_crd.as_deref() != Some(crd_uid) {
+            info!(crd_uid = ?live_crd, "the EvictionAutoScaler CRD changed: planning again with it");
+            ctx.set_crd_uid(live_crd);
+            ctx.queue.schedule_now(key.clone());
+            return Ok(());
+        }
         // Exactly once: a user PDB created a moment ago may not be in the cache yet, and a
         // second PDB on the same pods makes every eviction fail. Re-plan on the live list.
         let live = Api::<PodDisruptionBudget>::namespaced(ctx.client.clone(), &key.0)
@@ -123,6 +172,9 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
     ctx.with_memory(key, |m| m.pdb_skip = None);
     match perform(ctx, &plan.action).await? {
         Performed::Done => {
+            if matches!(plan.action, Action::Create { .. }) {
+                ctx.with_memory(key, |m| m.pdb_creates = Some(Creates::after(m.pdb_creates, Instant::now())));
+            }
             count(ctx, &plan.action);
             if let Some(event) = action_event {
                 publish(ctx, &[event]).await;
@@ -314,18 +366,10 @@ async fn publish(ctx: &Context, events: &[PlannedEvent]) {
             uid: subject.uid.clone(),
             ..Default::default()
         };
-        let event = Event {
-            type_: match planned.event_type {
-                pdb::EventType::Normal => EventType::Normal,
-                pdb::EventType::Warning => EventType::Warning,
-            },
-            reason: planned.reason.as_str().to_owned(),
-            note: Some(planned.note.chars().take(1000).collect()),
-            action: planned.reason.as_str().to_owned(),
-            secondary: None,
-        };
-        if let Err(e) = ctx.recorder.publish(&event, &reference).await {
-            warn!(reason = planned.reason.as_str(), error = %e, "could not publish Event");
+        let warning = matches!(planned.event_type, pdb::EventType::Warning);
+        let reason = planned.reason.as_str();
+        if let Err(e) = ctx.recorder.publish(&reference, warning, reason, &planned.note).await {
+            warn!(reason, error = %e, "could not publish Event");
         }
     }
 }
@@ -336,5 +380,31 @@ pub async fn reconcile_all_pdbs(ctx: &Arc<Context>) {
         if let Err(e) = reconcile_pdb(ctx, &pdb).await {
             warn!(pdb = ?pdb.metadata.name, error = %e, "PDB reconcile failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_pdb_that_keeps_vanishing_is_created_again_on_a_back_off_schedule() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        assert_eq!(Creates::blocked_until(None, at(0)), None, "the first create goes out at once");
+        // Each create that vanishes doubles the wait after it: 1 s, 2 s, 4 s, ... 300 s, and
+        // a loop at the cap stays there.
+        let (mut recent, mut now) = (None, 0);
+        for wait in [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300] {
+            recent = Some(Creates::after(recent, at(now)));
+            assert_eq!(Creates::blocked_until(recent, at(now)), Some(at(now + wait)), "after {now} s");
+            assert_eq!(Creates::blocked_until(recent, at(now + wait)), None, "due after {wait} s");
+            now += wait;
+        }
+        // Ten quiet minutes after the last create, the next goes out at once and the
+        // schedule starts over.
+        let quiet = now + 600;
+        assert_eq!(Creates::blocked_until(recent, at(quiet)), None);
+        assert_eq!(Creates::after(recent, at(quiet)), Creates { count: 1, last: at(quiet) });
     }
 }

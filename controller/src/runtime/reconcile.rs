@@ -8,7 +8,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::Resource;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType};
 use serde_json::{Value, json};
 use tracing::{debug, info, instrument, warn};
 
@@ -102,8 +101,8 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
             m.expired_at = Some(now);
         }
     });
-    ctx.metrics.active_surges.set(i64::try_from(ctx.surged_count()).unwrap_or(i64::MAX));
-    ctx.metrics.set_degraded(&format!("{}/{}", key.0, key.1), plan.degraded.as_ref().map(|d| d.reason));
+    ctx.publish_surge_gauges();
+    ctx.metrics.set_degraded(key, plan.degraded.as_ref().map(|d| d.reason));
     // A paused (403) Deployment is looked at again when the pause ends, event or not.
     let pause_end = ctx.with_memory(key, |m| m.forbidden.as_ref().map(|(_, until)| *until));
     Ok(match (plan.next_check, pause_end) {
@@ -130,7 +129,7 @@ fn record_overdue(ctx: &Context, key: &Key, observed: &Observed, plan: &Plan, no
         );
     }
     ctx.with_memory(key, |m| m.overdue = overdue);
-    ctx.metrics.surges_overdue.set(i64::try_from(ctx.overdue_count()).unwrap_or(i64::MAX));
+    ctx.publish_surge_gauges();
 }
 
 /// The Deployment is gone but its HPA or ScaledObject still carries our raised minimum:
@@ -285,44 +284,16 @@ async fn publish_events(ctx: &Context, deployment: &Deployment, plan: &Plan) {
 }
 
 async fn publish(ctx: &Context, deployment: &Deployment, planned: &PlannedEvent) {
-    let event = Event {
-        type_: if planned.warning { EventType::Warning } else { EventType::Normal },
-        reason: planned.reason.to_owned(),
-        note: Some(planned.note.chars().take(1000).collect()),
-        action: event_action(planned.reason, &planned.note),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &deployment.object_ref(&())).await {
+    let object = deployment.object_ref(&());
+    if let Err(e) = ctx.recorder.publish(&object, planned.warning, planned.reason, &planned.note).await {
         warn!(reason = planned.reason, error = %e, "could not publish Event");
     }
-}
-
-/// The Event `action`: the reason plus a hash of the note. kube-rs folds Events with the same
-/// type, reason, action and object into one series that keeps its FIRST note, so a later
-/// `SurgeOverridden` ("no longer re-surging") or a second drain's `SurgeStarted` would show
-/// the first message forever; client-go keys its series on the note too. Equal notes still
-/// share a series.
-fn event_action(reason: &str, note: &str) -> String {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut hasher = DefaultHasher::new();
-    note.hash(&mut hasher);
-    format!("{reason}-{:016x}", hasher.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::surge::AnnotationEdits;
-
-    #[test]
-    fn events_with_different_notes_never_share_a_series() {
-        let first = event_action("SurgeOverridden", "re-surging in 10s (attempt 1 of 2)");
-        let again = event_action("SurgeOverridden", "re-surging in 10s (attempt 1 of 2)");
-        let give_up = event_action("SurgeOverridden", "no longer re-surging, leaving it at 1");
-        assert_eq!(first, again, "a repeated message is one series");
-        assert_ne!(first, give_up, "a new message is a new Event");
-        assert!(first.starts_with("SurgeOverridden-") && first.len() <= 128, "{first}");
-    }
 
     #[test]
     fn write_patch_is_guarded_and_atomic() {

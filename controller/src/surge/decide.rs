@@ -364,7 +364,7 @@ fn active(
         warning: false,
         reason: events::STARTED,
         note: format!(
-            "{} pod(s) now displaced: scaling from {current} to {target}{}",
+            "{} pod(s) now displaced by a drain: scaling from {current} to {target}{}",
             obs.displacement.displaced,
             via(scaler)
         ),
@@ -437,7 +437,10 @@ fn override_bookkeeping(
             plan.events.push(PlannedEvent {
                 warning: false,
                 reason: events::STARTED,
-                note: format!("re-surging from {current} to {target} after an override{}", via(scaler)),
+                note: format!(
+                    "re-surging from {current} to {target} after an override, the drain still under way{}",
+                    via(scaler)
+                ),
             });
         }
     }
@@ -477,7 +480,7 @@ fn revert(
             "held for --max-hold since the last signal while a drain seemed to go on (a forgotten cordon?)",
         )
     } else if !in_scope {
-        (false, events::REVERTED, "the Deployment or its namespace is no longer in scope")
+        (false, events::REVERTED, "the Deployment or its namespace left scope: its drain surge ends")
     } else {
         (false, events::REVERTED, "the drain is over and the cooldown has passed")
     };
