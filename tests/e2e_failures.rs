@@ -421,3 +421,81 @@ async fn a_switch_over_from_the_go_project_mid_surge_adopts_its_pdb_without_recr
         .collect();
     assert_eq!(pdb_lifecycle, [], "no PDB created or deleted");
 }
+
+/// One Deployment whose writes hang (a validating webhook on it that never answers,
+/// `failurePolicy: Fail`, `timeoutSeconds: 30`, while a surge of it waits to be reverted) holds
+/// back none of the others: in a drain the 20 others surge at once and revert after the
+/// cooldown, while the product gives each hung write up well before the apiserver's 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_write_on_one_deployment_holds_back_no_other_surge_or_revert() {
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    env.start_product(&FLAGS).await;
+    env.apply(&namespace("demo", &[])).await;
+    // 20 Deployments with their only pod on node-1, behind a PDB allowing no disruption.
+    env.kubectl_ok(&["cordon", "node-2"]).await;
+    let others: Vec<String> = (1..=20).map(|i| format!("app-{i:02}")).collect();
+    let manifests: Vec<String> = others
+        .iter()
+        .flat_map(|n| [deployment("demo", n, 1, &[]), pdb("demo", n, n, json!({"minAvailable": 1}))])
+        .collect();
+    env.apply(&manifests.join("\n---\n")).await;
+    for name in &others {
+        env.wait_ready("demo", name, 1).await;
+    }
+    env.kubectl_ok(&["uncordon", "node-2"]).await;
+    // And one left surged (its revert due), every write to which hangs.
+    let _stalled = env.register_stalled_webhook("hang", json!({"matchLabels": {"writes": "hang"}})).await;
+    let mut stuck: Value =
+        serde_json::from_str(&deployment("demo", "stuck", 2, &[(SURGE, "2"), (ORIGINAL, "1")]))
+            .expect("a Deployment");
+    stuck["metadata"]["labels"] = json!({"writes": "hang"});
+    env.apply(&stuck.to_string()).await;
+    let log_has =
+        |what: &str| env.product_log().lines().any(|l| l.contains("deployment=stuck") && l.contains(what));
+    wait_for("a revert of stuck given up after 20 s", Duration::from_secs(60), || async {
+        log_has("took longer than 20s").then_some(())
+    })
+    .await;
+
+    let drained = jiff::Timestamp::now();
+    env.drain("node-1").await;
+    let writes_to = |name: &str| -> Vec<jiff::Timestamp> {
+        env.requests()
+            .iter()
+            .filter(|r| r.user_agent.starts_with(support::PRODUCT_AGENT) && r.verb == "patch")
+            .filter(|r| r.resource == "deployments" && r.name == name && r.succeeded())
+            .map(|r| r.timestamp.parse().expect("a timestamp"))
+            .collect()
+    };
+    wait_for("every other Deployment reverted", Duration::from_secs(60), || async {
+        others.iter().all(|n| writes_to(n).len() >= 2).then_some(())
+    })
+    .await;
+    for name in &others {
+        let writes = writes_to(name);
+        assert_eq!(writes.len(), 2, "{name}: one surge, one revert: {writes:?}");
+        let surged = writes[0].duration_since(drained).as_secs_f64();
+        assert!(surged < 10.0, "{name} surged {surged:.1} s after the drain began: {writes:?}");
+    }
+    let reverts = others.iter().map(|n| writes_to(n)[1]).max().expect("reverts");
+    let settle = reverts.duration_since(drained).as_secs_f64();
+    assert!(settle < 30.0, "the last revert came {settle:.1} s after the drain began");
+    assert!(writes_to("stuck").is_empty(), "no write to stuck went through");
+    // Meanwhile stuck's revert was tried again (after a back-off) and given up again after
+    // 20 s: that attempt was in flight while the others surged and reverted.
+    let given_up = wait_for("stuck's revert given up a second time", Duration::from_secs(60), || async {
+        let log = env.product_log();
+        let times: Vec<jiff::Timestamp> = log
+            .lines()
+            .filter(|l| l.contains("deployment=stuck") && l.contains("took longer than 20s"))
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        (times.len() >= 2).then_some(times)
+    })
+    .await;
+    let second_started = given_up[1] - jiff::SignedDuration::from_secs(20);
+    assert!(
+        second_started < reverts,
+        "a hung attempt overlapped the drain: {given_up:?}, last revert {reverts}"
+    );
+}

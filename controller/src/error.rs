@@ -14,6 +14,9 @@ pub enum Error {
         /// The API server's message.
         message: String,
     },
+    /// An evaluation took longer than it may (a slow or hung API call).
+    #[error("took longer than {0:?} (an API call did not answer); given up")]
+    TimedOut(std::time::Duration),
     /// A background task of the controller stopped unexpectedly.
     #[error("controller task {0} stopped unexpectedly")]
     TaskStopped(&'static str),

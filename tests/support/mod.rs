@@ -582,3 +582,4 @@ pub mod pdbs;
 pub mod rbac;
 pub mod recorder;
 pub mod scenario;
+pub mod stalled;

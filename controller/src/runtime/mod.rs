@@ -13,6 +13,7 @@ pub mod queue;
 pub mod reconcile;
 pub mod recorder;
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -44,11 +45,20 @@ use self::caches::{
 use self::context::Context;
 use self::leader::{LeaseConfig, LeaseTimings};
 use self::metrics::Metrics;
+use self::queue::Key;
 use crate::error::Error;
 use crate::keda::ScaledObject;
 
 /// Name of KEDA's ScaledObject CRD.
 const KEDA_CRD: &str = "scaledobjects.keda.sh";
+
+/// Most Deployments evaluated at once.
+const MAX_CONCURRENT_EVALUATIONS: usize = 8;
+
+/// Longest one evaluation of a Deployment may take, API calls included: below the apiserver's
+/// longest admission webhook timeout (30 s), so a write held by a webhook that never answers is
+/// given up and retried with back-off.
+pub const EVALUATION_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Longest back-off between failed evaluations of one Deployment.
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -270,41 +280,70 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
             }
         }
     });
+    // Deployments are evaluated side by side (never one twice at once), each within
+    // EVALUATION_TIMEOUT: one slow or hung API call (a webhook that never answers on one
+    // Deployment's writes) must not hold back every other surge and revert.
+    let mut running = tokio::task::JoinSet::new();
+    let mut in_flight = HashSet::new();
+    let mut again = HashSet::new();
     loop {
-        let key = ctx.queue.next().await;
-        if !ctx.may_write() {
-            continue; // followers only keep caches and record signals
-        }
-        let result = match reconcile::reconcile(&ctx, &key).await {
-            Ok(next) => match ctx.crd_uid() {
-                Some(uid) => {
-                    pdbs::reconcile_deployment(&ctx, &key, &uid).await.map(|()| next).map_err(Error::from)
+        tokio::select! {
+            key = ctx.queue.next(), if running.len() < MAX_CONCURRENT_EVALUATIONS => {
+                if !ctx.may_write() {
+                    continue; // followers only keep caches and record signals
                 }
-                None => Ok(next),
-            },
-            Err(e) => Err(e),
-        };
-        match result {
-            Ok(next) => {
-                ctx.reset_failures(&key);
-                if let Some(at) = next {
-                    ctx.queue.schedule(key, instant_at(at));
+                if in_flight.contains(&key) {
+                    again.insert(key); // evaluated again once the current pass ends
+                    continue;
+                }
+                in_flight.insert(key.clone());
+                running.spawn(evaluate(ctx.clone(), key));
+            }
+            Some(done) = running.join_next() => {
+                let Ok(key) = done else { continue }; // a panic: already reported by tokio
+                in_flight.remove(&key);
+                if again.remove(&key) {
+                    ctx.queue.schedule_now(key);
+                }
+                if !ctx.may_write() {
+                    ctx.forget_surges(); // demoted while evaluating: what it counted is not ours
                 }
             }
-            Err(e) => {
-                let failures = ctx.with_memory(&key, |m| {
-                    m.failures = m.failures.saturating_add(1);
-                    m.failures
-                });
-                let backoff = Duration::from_secs(1_u64 << failures.min(9)).min(MAX_BACKOFF);
-                warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
-                ctx.queue.schedule(key, tokio::time::Instant::now() + backoff);
-            }
-        }
-        if !ctx.may_write() {
-            ctx.forget_surges(); // demoted while evaluating: what it just counted is not ours
         }
     }
+}
+
+/// One evaluation of Deployment `key` (surge state machine, then its default PDB), bounded by
+/// [`EVALUATION_TIMEOUT`]; schedules the next one. Returns `key`.
+async fn evaluate(ctx: Arc<Context>, key: Key) -> Key {
+    let pass = async {
+        let next = reconcile::reconcile(&ctx, &key).await?;
+        if let Some(uid) = ctx.crd_uid() {
+            pdbs::reconcile_deployment(&ctx, &key, &uid).await?;
+        }
+        Ok::<_, Error>(next)
+    };
+    let result = tokio::time::timeout(EVALUATION_TIMEOUT, pass)
+        .await
+        .unwrap_or(Err(Error::TimedOut(EVALUATION_TIMEOUT)));
+    match result {
+        Ok(next) => {
+            ctx.reset_failures(&key);
+            if let Some(at) = next {
+                ctx.queue.schedule(key.clone(), instant_at(at));
+            }
+        }
+        Err(e) => {
+            let failures = ctx.with_memory(&key, |m| {
+                m.failures = m.failures.saturating_add(1);
+                m.failures
+            });
+            let backoff = Duration::from_secs(1_u64 << failures.min(9)).min(MAX_BACKOFF);
+            warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
+            ctx.queue.schedule(key.clone(), tokio::time::Instant::now() + backoff);
+        }
+    }
+    key
 }
 
 /// The monotonic instant for wall-clock time `at` (now if in the past).

@@ -1,0 +1,74 @@
+//! An admission webhook that never answers: a TLS server on loopback, serving the test's
+//! certificate (the product's CA signed it), that completes each handshake and then holds the
+//! connection without a word until the test drops it.
+
+use std::net::SocketAddr;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::Env;
+
+/// The stalled server; dropping it closes every connection.
+pub struct StalledWebhook {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for StalledWebhook {
+    fn drop(&mut self) {
+        self.task.abort(); // its JoinSet of held connections goes with it
+    }
+}
+
+impl Env {
+    /// Registers a validating webhook `name` for Deployment UPDATEs (what a surge or a revert
+    /// is) of the Deployments labelled `selector`, `failurePolicy: Fail`, `timeoutSeconds: 30`,
+    /// served by a server that never answers.
+    pub async fn register_stalled_webhook(&self, name: &str, selector: Value) -> StalledWebhook {
+        let certs = self.dir.path().join("certs");
+        let read = |file: &str| std::fs::read(certs.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let chain = rustls_pemfile::certs(&mut read("tls.crt").as_slice())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("tls.crt");
+        let key =
+            rustls_pemfile::private_key(&mut read("tls.key").as_slice()).expect("tls.key").expect("a key");
+        let config =
+            rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(chain, key).expect("TLS");
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let task = tokio::spawn(async move {
+            let mut held = JoinSet::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                held.spawn(async move {
+                    let _stream = acceptor.accept(tcp).await;
+                    std::future::pending::<()>().await;
+                });
+            }
+        });
+        let bundle = base64::engine::general_purpose::STANDARD.encode(read("ca.crt"));
+        self.apply_json(&json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": name},
+            "webhooks": [{
+                "name": format!("{name}.stalled.test"),
+                "clientConfig": {"url": format!("https://{addr}/"), "caBundle": bundle},
+                "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                           "resources": ["deployments", "deployments/scale"]}],
+                "objectSelector": selector,
+                "failurePolicy": "Fail",
+                "timeoutSeconds": 30,
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        }))
+        .await;
+        StalledWebhook { addr, task }
+    }
+}
