@@ -101,6 +101,9 @@ pub async fn eas_objects(
             continue;
         }
         match existing {
+            // The CRD is gone or being deleted (the apiserver refuses creates with 403 then);
+            // its watch schedules everything again when it is back.
+            None if ctx.crd_uid().is_none() => {}
             None => match api.create(&PostParams::default(), &eas::desired(pdb, name)).await {
                 Ok(_) => info!(eas = pdb_name, "EvictionAutoScaler created"),
                 Err(e) if error::is_already_exists(&e) => {}

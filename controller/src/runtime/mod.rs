@@ -352,9 +352,10 @@ pub(super) fn instant_at(at: Timestamp) -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::try_from(ahead).unwrap_or(Duration::ZERO)
 }
 
-/// Keeps the EvictionAutoScaler CRD's UID current: deleted (an uninstall, or a reinstall that
-/// replaces it), no default PDB is created with the vanished owner, which the garbage collector
-/// would delete at once; created again, its new UID is the owner.
+/// Keeps the EvictionAutoScaler CRD's UID current: deleted or being deleted (an uninstall, or a
+/// reinstall that replaces it), no default PDB is created with the vanishing owner, which the
+/// garbage collector would delete at once, and no EvictionAutoScaler; created again, its new UID
+/// is the owner.
 async fn watch_own_crd(ctx: Arc<Context>) {
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={}", pdbs::EAS_CRD));
@@ -365,7 +366,7 @@ async fn watch_own_crd(ctx: Arc<Context>) {
         let uid = match event {
             Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => {
                 listed = true;
-                crd.metadata.uid
+                pdbs::live_uid(&crd)
             }
             Ok(watcher::Event::Init) => {
                 listed = false;

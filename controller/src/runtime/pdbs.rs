@@ -28,11 +28,17 @@ use crate::surge::scaler::{self, Scaler};
 /// The EvictionAutoScaler CRD, owner of every default PDB (uninstall garbage-collects them).
 pub const EAS_CRD: &str = "evictionautoscalers.eviction-autoscaler.azure.com";
 
+/// The UID of the CRD as an owner: `None` once it is being deleted (the apiserver then refuses
+/// new EvictionAutoScalers, and the garbage collector takes what it owns).
+pub fn live_uid(crd: &CustomResourceDefinition) -> Option<String> {
+    crd.metadata.deletion_timestamp.is_none().then(|| crd.metadata.uid.clone()).flatten()
+}
+
 /// Reads the CRD's UID (needed for the owner reference); `None` if it cannot be read.
 pub async fn crd_uid(ctx: &Context) -> Option<String> {
     let api: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
     match api.get_opt(EAS_CRD).await {
-        Ok(crd) => crd.and_then(|c| c.metadata.uid),
+        Ok(crd) => crd.as_ref().and_then(live_uid),
         Err(e) => {
             warn!(error = %e, "cannot read the EvictionAutoScaler CRD: default PDBs are not managed");
             None
@@ -137,7 +143,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         // The owner re-read: a CRD deleted or replaced a moment ago (its watch event still on
         // the way) would have the garbage collector delete the new PDB at once.
         let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
-        let live_crd = crds.get_opt(EAS_CRD).await?.and_then(|c| c.metadata.uid);
+        let live_crd = crds.get_opt(EAS_CRD).await?.as_ref().and_then(live_uid);
         if live_crd.as_deref() != Some(crd_uid) {
             info!(crd_uid = ?live_crd, "the EvictionAutoScaler CRD changed: planning again with it");
             ctx.set_crd_uid(live_crd);
