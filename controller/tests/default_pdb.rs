@@ -50,6 +50,19 @@ fn config() -> Arc<Config> {
     Arc::new(Config::resolve(&args, None).expect("config"))
 }
 
+/// kube-sim with DEPLOYMENT and the controller, once web's default PDB exists.
+async fn with_web_pdb() -> (Sim, common::Running, Api<PodDisruptionBudget>) {
+    let sim = Sim::start().await;
+    sim.seed(DEPLOYMENT).await;
+    let running = start_controller(&sim, config()).await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(sim.client().await, "apps");
+    eventually("default PDB created", WAIT, || async {
+        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()
+    })
+    .await;
+    (sim, running, pdbs)
+}
+
 #[tokio::test]
 async fn default_pdb_is_created_retired_by_a_user_pdb_and_removed_with_its_deployment() {
     let sim = Sim::start().await;
@@ -99,15 +112,7 @@ async fn default_pdb_is_created_retired_by_a_user_pdb_and_removed_with_its_deplo
 #[tokio::test]
 async fn a_pdb_retired_at_admission_is_not_recreated_before_the_admitted_pdb_lands() {
     use eviction_autoscaler_shared::admission::AdmissionHandler as _;
-    let sim = Sim::start().await;
-    sim.seed(DEPLOYMENT).await;
-    let client = sim.client().await;
-    let running = start_controller(&sim, config()).await;
-    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "apps");
-    eventually("default PDB created", WAIT, || async {
-        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()
-    })
-    .await;
+    let (sim, running, pdbs) = with_web_pdb().await;
 
     let user_pdb: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "web-chart", "namespace": "apps"},
@@ -143,15 +148,7 @@ async fn a_pdb_retired_at_admission_is_not_recreated_before_the_admitted_pdb_lan
 async fn a_default_pdb_deleted_as_soon_as_it_appears_is_created_again_on_a_back_off_schedule() {
     use futures::StreamExt;
     use kube::runtime::{WatchStreamExt, watcher};
-    let sim = Sim::start().await;
-    sim.seed(DEPLOYMENT).await;
-    let client = sim.client().await;
-    let running = start_controller(&sim, config()).await;
-    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "apps");
-    eventually("default PDB created", WAIT, || async {
-        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()
-    })
-    .await;
+    let (sim, running, pdbs) = with_web_pdb().await;
 
     // For 12 s, every web-eviction-autoscaler that appears is deleted at once.
     let started = jiff::Timestamp::now();

@@ -96,25 +96,29 @@ fn elected() -> Arc<Config> {
     Arc::new(Config::resolve(&args, None).expect("config"))
 }
 
-#[tokio::test]
-async fn the_follower_takes_over_a_surge_and_reverts_it() {
-    let sim = Sim::start().await;
-    sim.seed(&drain_fixture(1, "", true, true)).await;
-    let client = sim.client().await;
+/// A replica with leader election on short Lease timings.
+async fn start_elected(sim: &Sim, identity: &str) -> common::Running {
     let timings = LeaseTimings {
         duration: Duration::from_secs(3),
         renew_every: Duration::from_millis(500),
         retry_every: Duration::from_millis(200),
     };
-    let first = start_custom(&sim, elected(), |c| c.with_identity("first").with_lease_timings(timings)).await;
+    start_custom(sim, elected(), |c| c.with_identity(identity).with_lease_timings(timings)).await
+}
+
+#[tokio::test]
+async fn the_follower_takes_over_a_surge_and_reverts_it() {
+    let sim = Sim::start().await;
+    sim.seed(&drain_fixture(1, "", true, true)).await;
+    let client = sim.client().await;
+    let first = start_elected(&sim, "first").await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
     eventually("first holds the lease", WAIT, || async {
         let holder = leases.get("eviction-autoscaler").await.ok()?.spec?.holder_identity?;
         (holder == "first").then_some(())
     })
     .await;
-    let second =
-        start_custom(&sim, elected(), |c| c.with_identity("second").with_lease_timings(timings)).await;
+    let second = start_elected(&sim, "second").await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
     eventually("surged by the holder", WAIT, || async {
         deployments.get("web").await.ok().filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2))
@@ -145,12 +149,7 @@ async fn a_demoted_replica_stops_reporting_its_surges() {
     let sim = Sim::start().await;
     sim.seed(&drain_fixture(1, "", true, true)).await;
     let client = sim.client().await;
-    let timings = LeaseTimings {
-        duration: Duration::from_secs(3),
-        renew_every: Duration::from_millis(500),
-        retry_every: Duration::from_millis(200),
-    };
-    let first = start_custom(&sim, elected(), |c| c.with_identity("first").with_lease_timings(timings)).await;
+    let first = start_elected(&sim, "first").await;
     let active = |running: &common::Running| {
         running
             .metrics_text()
