@@ -13,7 +13,7 @@ pub mod queue;
 pub mod reconcile;
 pub mod recorder;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -284,7 +284,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     // EVALUATION_TIMEOUT: one slow or hung API call (a webhook that never answers on one
     // Deployment's writes) must not hold back every other surge and revert.
     let mut running = tokio::task::JoinSet::new();
-    let mut in_flight = HashSet::new();
+    let mut in_flight = HashMap::new(); // task id -> its Deployment (at most 8: scans are cheap)
     let mut again = HashSet::new();
     loop {
         tokio::select! {
@@ -292,16 +292,21 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
                 if !ctx.may_write() {
                     continue; // followers only keep caches and record signals
                 }
-                if in_flight.contains(&key) {
+                if in_flight.values().any(|k| *k == key) {
                     again.insert(key); // evaluated again once the current pass ends
                     continue;
                 }
-                in_flight.insert(key.clone());
-                running.spawn(evaluate(ctx.clone(), key));
+                let task = running.spawn(evaluate(ctx.clone(), key.clone()));
+                in_flight.insert(task.id(), key);
             }
-            Some(done) = running.join_next() => {
-                let Ok(key) = done else { continue }; // a panic: already reported by tokio
-                in_flight.remove(&key);
+            Some(done) = running.join_next_with_id() => {
+                let id = match &done { Ok((id, ())) => *id, Err(e) => e.id() };
+                let Some(key) = in_flight.remove(&id) else { continue };
+                if done.is_err() {
+                    // A panic (tokio printed it): evaluated again after a pause, not never.
+                    warn!(namespace = %key.0, deployment = %key.1, "evaluation panicked; retrying");
+                    ctx.queue.schedule(key.clone(), tokio::time::Instant::now() + MAX_BACKOFF);
+                }
                 if again.remove(&key) {
                     ctx.queue.schedule_now(key);
                 }
@@ -314,8 +319,8 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
 }
 
 /// One evaluation of Deployment `key` (surge state machine, then its default PDB), bounded by
-/// [`EVALUATION_TIMEOUT`]; schedules the next one. Returns `key`.
-async fn evaluate(ctx: Arc<Context>, key: Key) -> Key {
+/// [`EVALUATION_TIMEOUT`]; schedules the next one.
+async fn evaluate(ctx: Arc<Context>, key: Key) {
     let pass = async {
         let next = reconcile::reconcile(&ctx, &key).await?;
         if let Some(uid) = ctx.crd_uid() {
@@ -330,7 +335,7 @@ async fn evaluate(ctx: Arc<Context>, key: Key) -> Key {
         Ok(next) => {
             ctx.reset_failures(&key);
             if let Some(at) = next {
-                ctx.queue.schedule(key.clone(), instant_at(at));
+                ctx.queue.schedule(key, instant_at(at));
             }
         }
         Err(e) => {
@@ -340,10 +345,9 @@ async fn evaluate(ctx: Arc<Context>, key: Key) -> Key {
             });
             let backoff = Duration::from_secs(1_u64 << failures.min(9)).min(MAX_BACKOFF);
             warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
-            ctx.queue.schedule(key.clone(), tokio::time::Instant::now() + backoff);
+            ctx.queue.schedule(key, tokio::time::Instant::now() + backoff);
         }
     }
-    key
 }
 
 /// The monotonic instant for wall-clock time `at` (now if in the past).
