@@ -84,7 +84,13 @@ async fn three_drains_in_a_row_are_covered_by_one_surge() {
     // last eviction (within the cooldown) holds the surge across kubectl's restart and the
     // next cordon. That gap is well under a second; 10 s leaves room for a loaded CI box.
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=10s", "--signal-window=10s"]).await;
+    // node-4 cordoned meanwhile: the scheduler breaks ties between empty nodes at random.
+    env.kubectl_ok(&["cordon", "node-4"]).await;
     web(&env, 3, 3).await;
+    env.kubectl_ok(&["uncordon", "node-4"]).await;
+    for node in ["node-1", "node-2", "node-3"] {
+        assert_eq!(env.pods_on("demo", "web", node).await.len(), 1, "one pod on {node}");
+    }
     let history = env.record_deployment("demo", "web");
 
     for node in ["node-1", "node-2", "node-3"] {
