@@ -23,6 +23,11 @@ pub enum Error {
 }
 
 impl Error {
+    /// A write the Lease holder's gate refused: we are no longer (surely) the holder.
+    pub fn is_not_leader(&self) -> bool {
+        matches!(self, Error::Kube(e) if crate::runtime::write_gate::is_not_leader(e))
+    }
+
     /// HTTP status of an API error, if this is one.
     pub fn status_code(&self) -> Option<u16> {
         match self {

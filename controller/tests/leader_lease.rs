@@ -6,7 +6,10 @@ mod common;
 use std::time::Duration;
 
 use common::{Sim, eventually};
+use std::sync::Arc;
+
 use eviction_autoscaler_controller::runtime::leader::{self, LeaseConfig, LeaseTimings};
+use eviction_autoscaler_controller::runtime::write_gate::WriteGate;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use tokio::sync::{oneshot, watch};
@@ -19,6 +22,7 @@ const TIMINGS: LeaseTimings = LeaseTimings {
 
 struct Contender {
     leader: watch::Receiver<bool>,
+    gate: Arc<WriteGate>,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -33,13 +37,18 @@ async fn contend(sim: &Sim, identity: &str) -> Contender {
     };
     let (tx, leader) = watch::channel(false);
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(leader::run(api, config, tx, async move {
+    let gate = WriteGate::new();
+    let task = tokio::spawn(leader::run(api, config, tx, gate.clone(), async move {
         let _ = stopped.await;
     }));
-    Contender { leader, stop: Some(stop), task }
+    Contender { leader, gate, stop: Some(stop), task }
 }
 
+/// How many lead; each one's write gate is open exactly while it leads.
 fn holders(a: &Contender, b: &Contender) -> usize {
+    for c in [a, b] {
+        assert_eq!(c.gate.is_open(), *c.leader.borrow(), "the write gate is open while leading, only then");
+    }
     usize::from(*a.leader.borrow()) + usize::from(*b.leader.borrow())
 }
 
@@ -64,6 +73,7 @@ async fn one_holder_and_a_released_lease_is_taken_over_quickly() {
         .expect("holder stops")
         .expect("no panic");
     assert!(!*holder.leader.borrow(), "a stopped holder no longer leads");
+    assert!(!holder.gate.is_open(), "nor writes");
     let lease: Api<Lease> = Api::namespaced(sim.client().await, "default");
     let released = lease.get("eviction-autoscaler").await.expect("lease");
     assert_eq!(released.spec.and_then(|s| s.holder_identity), None, "released on shutdown");

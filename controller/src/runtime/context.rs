@@ -22,6 +22,7 @@ use super::caches::Caches;
 use super::metrics::Metrics;
 use super::queue::{Key, WorkQueue};
 use super::recorder::Recorder;
+use super::write_gate::WriteGate;
 use crate::displaced::SignaledPod;
 use crate::eas::pdb_covers;
 
@@ -66,8 +67,13 @@ type WrittenStatus = (Option<String>, EvictionAutoScalerStatus);
 
 /// The runtime's shared state.
 pub struct Context {
-    /// API client.
+    /// API client of the Lease holder: reads always; writes only through the [`WriteGate`].
     pub client: Client,
+    /// API client for the writes any replica makes by design (eviction signals on the
+    /// EvictionAutoScaler, default PDBs and their Events at admission).
+    pub any_replica: Client,
+    /// Open while we surely hold the Lease; guards `client`'s writes.
+    pub gate: Arc<WriteGate>,
     /// The current configuration (replaced when the `--config` file changes).
     config: watch::Receiver<Arc<Config>>,
     /// Event recorder (one per process, so repeats aggregate into series).
@@ -128,8 +134,11 @@ impl Context {
         caches: Caches,
         leader: watch::Receiver<bool>,
     ) -> Self {
+        let gate = WriteGate::new();
         Self {
-            client,
+            client: gate.guard(client.clone()),
+            any_replica: client,
+            gate,
             config,
             recorder,
             metrics,

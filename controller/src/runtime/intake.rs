@@ -120,7 +120,7 @@ async fn report_skipped_owner(ctx: &Context, pod: &Pod) {
         owner.kind, owner.name
     );
     let object = kube::Resource::object_ref(pod, &());
-    if let Err(e) = ctx.recorder.publish(&object, false, events::SKIPPED, &note).await {
+    if let Err(e) = ctx.recorder.publish(&ctx.client, &object, false, events::SKIPPED, &note).await {
         debug!(error = %e, "could not publish Event");
     }
 }
@@ -136,7 +136,7 @@ async fn record_on_eas(
     if !ctx.take_eas_write_slot(namespace, eas) {
         return Ok(());
     }
-    let api: Api<EvictionAutoScaler> = Api::namespaced(ctx.client.clone(), namespace);
+    let api: Api<EvictionAutoScaler> = Api::namespaced(ctx.any_replica.clone(), namespace);
     match api.patch(eas, &PatchParams::default(), &Patch::Merge(last_eviction_patch(pod, at))).await {
         Ok(_) => Ok(()),
         Err(e) if error::is_not_found(&e) => {

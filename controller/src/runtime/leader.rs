@@ -2,16 +2,23 @@
 //! crates that do target older kube releases). Every update is a replace guarded by the
 //! Lease's resourceVersion, so two replicas can never both win the same round. Only the
 //! holder writes workloads; followers keep their caches warm and take over when the Lease
-//! expires. The Lease is released on shutdown so a successor need not wait it out.
+//! expires. The holder's writes pass a [`WriteGate`] open only while the Lease is surely ours;
+//! on demotion and on shutdown the gate is closed, and the writes in flight awaited, before
+//! anything else — so no write of ours lands after the Lease is released or taken over. The
+//! Lease is released on shutdown so a successor need not wait it out.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
+
+use super::write_gate::WriteGate;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 /// Lease timings (client-go's defaults are 15 s / 10 s / 2 s).
@@ -146,30 +153,35 @@ async fn release(api: &Api<Lease>, config: &LeaseConfig) {
     }
 }
 
-/// Contends for the Lease until `shutdown`, publishing leadership on `leader`; releases the
-/// Lease before returning if held.
+/// Contends for the Lease until `shutdown`, publishing leadership on `leader` and opening
+/// `gate` while holding; closes the gate, then releases the Lease, before returning.
 pub async fn run(
     api: Api<Lease>,
     config: LeaseConfig,
     leader: watch::Sender<bool>,
+    gate: Arc<WriteGate>,
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
-    let mut last_renewal: Option<tokio::time::Instant> = None;
+    // The Lease is surely ours until this long after the start of the round that renewed it.
+    let sure_for = config.timings.duration.saturating_sub(config.timings.retry_every);
+    let mut last_renewal: Option<Instant> = None;
     loop {
+        let started = Instant::now();
         let holding = match round(&api, &config).await {
             Ok(held) => {
-                last_renewal = held.then(tokio::time::Instant::now);
+                last_renewal = held.then_some(started);
                 held
             }
             Err(e) => {
                 debug!(error = %e, "lease round failed");
-                // Keep leading only while the Lease we renewed last is surely still ours.
-                last_renewal.is_some_and(|t| {
-                    t.elapsed() < config.timings.duration.saturating_sub(config.timings.retry_every)
-                })
+                last_renewal.is_some_and(|t| t.elapsed() < sure_for)
             }
         };
+        match (holding, last_renewal) {
+            (true, Some(renewed)) => gate.open_until(renewed + sure_for),
+            _ => gate.close().await,
+        }
         if *leader.borrow() != holding {
             info!(identity = %config.identity, leader = holding, "leadership changed");
             leader.send_replace(holding);
@@ -180,8 +192,9 @@ pub async fn run(
             () = tokio::time::sleep(wait) => {}
         }
     }
-    // Stop writing before giving the Lease away.
+    // Stop writing, and wait for the writes in flight, before giving the Lease away.
     leader.send_replace(false);
+    gate.close().await;
     release(&api, &config).await;
 }
 

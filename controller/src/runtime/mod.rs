@@ -12,6 +12,7 @@ pub mod pdbs;
 pub mod queue;
 pub mod reconcile;
 pub mod recorder;
+pub mod write_gate;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -36,7 +37,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use self::admission::AdmissionReceiver;
 use self::caches::{
@@ -59,6 +60,12 @@ const MAX_CONCURRENT_EVALUATIONS: usize = 8;
 /// longest admission webhook timeout (30 s), so a write held by a webhook that never answers is
 /// given up and retried with back-off.
 pub const EVALUATION_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long writes stay allowed without leader election: the life of the process.
+const WITHOUT_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Longest wait at shutdown for the writes in flight before the Lease is released.
+const SHUTDOWN_WRITES: Duration = Duration::from_secs(5);
 
 /// Longest back-off between failed evaluations of one Deployment.
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -141,7 +148,7 @@ impl Controller {
         let config_changes = config.clone();
         let config = config.borrow().clone();
         let (leader_tx, leader_rx) = watch::channel(!config.leader_elect);
-        let recorder = recorder::Recorder::new(client.clone(), identity.clone());
+        let recorder = recorder::Recorder::new(identity.clone());
         let ctx = Arc::new(Context::new(
             client.clone(),
             config_changes.clone(),
@@ -150,6 +157,9 @@ impl Controller {
             caches.clone(),
             leader_rx.clone(),
         ));
+        if !config.leader_elect {
+            ctx.gate.open_until(tokio::time::Instant::now() + WITHOUT_LEASE);
+        }
 
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = tokio::task::JoinSet::new();
@@ -211,7 +221,7 @@ impl Controller {
             };
             let api: Api<Lease> = Api::namespaced(client.clone(), &lease.namespace);
             let mut stop = stop_rx.clone();
-            tokio::spawn(leader::run(api, lease, leader_tx, async move {
+            tokio::spawn(leader::run(api, lease, leader_tx, ctx.gate.clone(), async move {
                 let _ = stop.wait_for(|s| *s).await;
             }))
         });
@@ -224,10 +234,15 @@ impl Controller {
                 Err(Error::TaskStopped("cache or evaluation loop"))
             }
         };
-        // Stop writing and release the Lease (bounded), then end everything else.
+        // Stop writing, wait for the writes in flight and release the Lease (bounded: a write
+        // that will not finish leaves the Lease to run out instead), then end everything else.
         let _ = stop_tx.send(true);
-        if let Some(lease_task) = lease_task {
-            let _ = tokio::time::timeout(Duration::from_secs(5), lease_task).await;
+        let stopped = match lease_task {
+            Some(lease_task) => tokio::time::timeout(SHUTDOWN_WRITES, lease_task).await.is_ok(),
+            None => tokio::time::timeout(SHUTDOWN_WRITES, ctx.gate.close()).await.is_ok(),
+        };
+        if !stopped {
+            warn!("a write was still in flight at shutdown; the Lease is left to expire");
         }
         readiness.set_caches_synced(false);
         tasks.abort_all();
@@ -251,38 +266,45 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
         pdbs::reconcile_all_pdbs(&ctx).await;
     }
     // Every object carrying surge annotations is resumed by evaluating everything once, and
-    // again whenever we become the Lease holder.
+    // again whenever we become the Lease holder. Part of this task, so they end with it.
     ctx.schedule_all();
+    tokio::join!(follow_leadership(&ctx), follow_config(&ctx), work(&ctx));
+}
+
+/// Resumes every Deployment and PDB when we become the Lease holder; forgets what we counted
+/// when we stop being it.
+async fn follow_leadership(ctx: &Arc<Context>) {
     let mut leader = ctx.leader.clone();
     ctx.metrics.leader.set(i64::from(*leader.borrow()));
-    let c = ctx.clone();
-    tokio::spawn(async move {
-        while leader.changed().await.is_ok() {
-            let leading = *leader.borrow();
-            c.metrics.leader.set(i64::from(leading));
-            if leading {
-                info!("became the Lease holder: resuming every Deployment");
-                c.schedule_all();
-                pdbs::reconcile_all_pdbs(&c).await;
-            } else {
-                c.forget_surges();
-            }
+    while leader.changed().await.is_ok() {
+        let leading = *leader.borrow();
+        ctx.metrics.leader.set(i64::from(leading));
+        if leading {
+            info!("became the Lease holder: resuming every Deployment");
+            ctx.schedule_all();
+            pdbs::reconcile_all_pdbs(ctx).await;
+        } else {
+            ctx.forget_surges();
         }
-    });
+    }
+}
+
+/// Evaluates every Deployment and PDB again under a changed configuration.
+async fn follow_config(ctx: &Arc<Context>) {
     let mut config_changes = ctx.config_changes();
-    let c = ctx.clone();
-    tokio::spawn(async move {
-        while config_changes.changed().await.is_ok() {
-            info!("configuration changed: evaluating every Deployment and PDB again");
-            if c.may_write() {
-                c.schedule_all();
-                pdbs::reconcile_all_pdbs(&c).await;
-            }
+    while config_changes.changed().await.is_ok() {
+        info!("configuration changed: evaluating every Deployment and PDB again");
+        if ctx.may_write() {
+            ctx.schedule_all();
+            pdbs::reconcile_all_pdbs(ctx).await;
         }
-    });
-    // Deployments are evaluated side by side (never one twice at once), each within
-    // EVALUATION_TIMEOUT: one slow or hung API call (a webhook that never answers on one
-    // Deployment's writes) must not hold back every other surge and revert.
+    }
+}
+
+/// Evaluates Deployments as they come due. They are evaluated side by side (never one twice
+/// at once), each within EVALUATION_TIMEOUT: one slow or hung API call (a webhook that never
+/// answers on one Deployment's writes) must not hold back every other surge and revert.
+async fn work(ctx: &Arc<Context>) {
     let mut running = tokio::task::JoinSet::new();
     let mut in_flight = HashMap::new(); // task id -> its Deployment (at most 8: scans are cheap)
     let mut again = HashSet::new();
@@ -338,6 +360,8 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
                 ctx.queue.schedule(key, instant_at(at));
             }
         }
+        // Demoted meanwhile: the new holder evaluates it; nothing to back off from.
+        Err(e) if e.is_not_leader() => debug!(namespace = %key.0, deployment = %key.1, "{e}"),
         Err(e) => {
             let failures = ctx.with_memory(&key, |m| {
                 m.failures = m.failures.saturating_add(1);
@@ -392,25 +416,25 @@ async fn watch_own_crd(ctx: Arc<Context>) {
     }
 }
 
-/// Watches for KEDA's CRD; once it exists, starts the ScaledObject cache (also when KEDA is
-/// installed after we started).
+/// Waits for KEDA's CRD (also when KEDA is installed after we started), then keeps the
+/// ScaledObject cache, in this task so it ends with the controller.
 async fn watch_keda(ctx: Arc<Context>) {
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={KEDA_CRD}"));
     let mut stream = std::pin::pin!(watcher(crds, config).default_backoff().applied_objects());
-    while let Some(event) = stream.next().await {
-        let Ok(_) = event else { continue };
-        let started = ctx.caches.scaled_objects.read().map(|s| s.is_some()).unwrap_or(true);
-        if started {
-            continue;
+    loop {
+        match stream.next().await {
+            Some(Ok(_)) => break,
+            Some(Err(_)) => continue,
+            None => return,
         }
-        info!("KEDA is installed: watching ScaledObjects");
-        let (store, writer) = reflector::store::<ScaledObject>();
-        if let Ok(mut slot) = ctx.caches.scaled_objects.write() {
-            *slot = Some(store);
-        }
-        let c = ctx.clone();
-        let api = Api::<ScaledObject>::all(ctx.client.clone());
-        tokio::spawn(reflect(api, writer, trim_scaled_object, move |e| intake::on_scaled_object(&c, e)));
     }
+    info!("KEDA is installed: watching ScaledObjects");
+    let (store, writer) = reflector::store::<ScaledObject>();
+    if let Ok(mut slot) = ctx.caches.scaled_objects.write() {
+        *slot = Some(store);
+    }
+    let c = ctx.clone();
+    let api = Api::<ScaledObject>::all(ctx.client.clone());
+    reflect(api, writer, trim_scaled_object, move |e| intake::on_scaled_object(&c, e)).await;
 }

@@ -10,6 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, info, instrument, warn};
@@ -163,27 +164,27 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
     if let Some(at) = view.admitted_until {
         ctx.queue.schedule(key.clone(), at);
     }
-    publish(ctx, &plan.events).await;
+    publish(ctx, &ctx.client, &plan.events).await;
     let action_event = plan.action_event();
     if let Action::Skip { reason, .. } = &plan.action {
         // Skips are reported when the reason changes, not on every pass.
         let reason = reason.as_str();
         let changed = ctx.with_memory(key, |m| m.pdb_skip.replace(reason) != Some(reason));
         if changed && let Some(event) = action_event {
-            publish(ctx, &[event]).await;
+            publish(ctx, &ctx.client, &[event]).await;
         }
         count(ctx, &plan.action);
         return Ok(());
     }
     ctx.with_memory(key, |m| m.pdb_skip = None);
-    match perform(ctx, &plan.action).await? {
+    match perform(&ctx.client, &plan.action).await? {
         Performed::Done => {
             if matches!(plan.action, Action::Create { .. }) {
                 ctx.with_memory(key, |m| m.pdb_creates = Some(Creates::after(m.pdb_creates, Instant::now())));
             }
             count(ctx, &plan.action);
             if let Some(event) = action_event {
-                publish(ctx, &[event]).await;
+                publish(ctx, &ctx.client, &[event]).await;
             }
         }
         Performed::AlreadyDone => {}
@@ -204,7 +205,7 @@ pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(
         // Deployment" from the cache alone would delete a PDB that is just new.
         action = Action::Nothing;
     }
-    if perform(ctx, &action).await? == Performed::Done {
+    if perform(&ctx.client, &action).await? == Performed::Done {
         count(ctx, &action);
         let subject = pdb::EventSubject {
             api_version: "policy/v1",
@@ -214,7 +215,7 @@ pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(
             uid: pdb.metadata.uid.clone(),
         };
         if let Some(event) = action.event(&subject) {
-            publish(ctx, &[event]).await;
+            publish(ctx, &ctx.client, &[event]).await;
         }
     }
     Ok(())
@@ -248,10 +249,10 @@ pub async fn admitted_deployment(
     let autoscaler = autoscaler_of(deployment, &hpas, &scaled_objects);
     let plan =
         pdb::plan_admission(deployment, false, autoscaler.as_ref(), &namespace_view, &ctx.config(), crd_uid);
-    if matches!(plan.action, Action::Create { .. }) && perform(ctx, &plan.action).await? == Performed::Done {
+    if matches!(plan.action, Action::Create { .. }) && perform(&ctx.any_replica, &plan.action).await? == Performed::Done {
         count(ctx, &plan.action);
         if let Some(event) = plan.action_event() {
-            publish(ctx, &[event]).await;
+            publish(ctx, &ctx.any_replica, &[event]).await;
         }
     }
     Ok(())
@@ -264,7 +265,7 @@ pub async fn admitted_pdb(ctx: &Context, incoming: &PodDisruptionBudget) -> Resu
     let namespace_view =
         NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
     for action in pdb::plan_pdb_admission(incoming, false, &namespace_view) {
-        if perform(ctx, &action).await? == Performed::Done {
+        if perform(&ctx.any_replica, &action).await? == Performed::Done {
             count(ctx, &action);
         }
     }
@@ -299,12 +300,12 @@ enum Performed {
 }
 
 /// Performs `action`.
-async fn perform(ctx: &Context, action: &Action) -> Result<Performed, kube::Error> {
+async fn perform(client: &Client, action: &Action) -> Result<Performed, kube::Error> {
     let result = match action {
         Action::Nothing | Action::Skip { .. } => return Ok(Performed::Done),
         Action::Create { pdb } => {
             let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
-            let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &namespace);
+            let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &namespace);
             match api.create(&PostParams::default(), pdb).await {
                 Ok(_) => Ok(()),
                 Err(e) if error::is_already_exists(&e) => {
@@ -315,11 +316,11 @@ async fn perform(ctx: &Context, action: &Action) -> Result<Performed, kube::Erro
             }
         }
         Action::UpdateMinAvailable { pdb, .. } | Action::Adopt { pdb, .. } => {
-            patch(ctx, pdb.namespace(), pdb.name(), action).await
+            patch(client, pdb.namespace(), pdb.name(), action).await
         }
-        Action::HandOver { pdb } => patch(ctx, pdb.namespace(), pdb.name(), action).await,
+        Action::HandOver { pdb } => patch(client, pdb.namespace(), pdb.name(), action).await,
         Action::Delete { pdb, .. } | Action::Retire { pdb, .. } => {
-            let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), pdb.namespace());
+            let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), pdb.namespace());
             let wanted = pdb.delete_preconditions();
             let params = DeleteParams {
                 preconditions: Some(Preconditions {
@@ -348,10 +349,10 @@ async fn perform(ctx: &Context, action: &Action) -> Result<Performed, kube::Erro
     }
 }
 
-async fn patch(ctx: &Context, namespace: &str, name: &str, action: &Action) -> Result<(), kube::Error> {
+async fn patch(client: &Client, namespace: &str, name: &str, action: &Action) -> Result<(), kube::Error> {
     let Some(ops) = action.json_patch() else { return Ok(()) };
     let ops: json_patch::Patch = serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
-    let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), namespace);
+    let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), namespace);
     api.patch(name, &PatchParams::default(), &Patch::Json::<()>(ops)).await.map(|_| ())
 }
 
@@ -361,7 +362,7 @@ fn count(ctx: &Context, action: &Action) {
     }
 }
 
-async fn publish(ctx: &Context, events: &[PlannedEvent]) {
+async fn publish(ctx: &Context, client: &Client, events: &[PlannedEvent]) {
     for planned in events {
         let subject = &planned.subject;
         let reference = ObjectReference {
@@ -374,7 +375,7 @@ async fn publish(ctx: &Context, events: &[PlannedEvent]) {
         };
         let warning = matches!(planned.event_type, pdb::EventType::Warning);
         let reason = planned.reason.as_str();
-        if let Err(e) = ctx.recorder.publish(&reference, warning, reason, &planned.note).await {
+        if let Err(e) = ctx.recorder.publish(client, &reference, warning, reason, &planned.note).await {
             warn!(reason, error = %e, "could not publish Event");
         }
     }

@@ -73,7 +73,6 @@ impl Series {
 
 /// Writes Events for one process (one per process, so repeats make one series).
 pub struct Recorder {
-    client: Client,
     /// `reportingInstance`: this replica.
     instance: String,
     series: Mutex<Series>,
@@ -81,14 +80,16 @@ pub struct Recorder {
 
 impl Recorder {
     /// A recorder reporting as `instance` (the Lease identity).
-    pub fn new(client: Client, instance: String) -> Self {
-        Self { client, instance, series: Mutex::default() }
+    pub fn new(instance: String) -> Self {
+        Self { instance, series: Mutex::default() }
     }
 
     /// Records a `Normal` (or `Warning`) Event with `reason` and `message` about `object`:
-    /// created the first time, its count and `lastTimestamp` patched on each repeat.
+    /// created the first time, its count and `lastTimestamp` patched on each repeat; written
+    /// through `client` (the holder's, or the one any replica writes with).
     pub async fn publish(
         &self,
+        client: &Client,
         object: &ObjectReference,
         warning: bool,
         reason: &str,
@@ -117,7 +118,7 @@ impl Recorder {
         // Events about cluster-scoped objects live in `default`, as client-go puts them.
         let namespace =
             object.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into());
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
         if seen.count > 1 {
             let patch = json!({"count": seen.count, "lastTimestamp": Time(seen.last)});
             match api.patch(&seen.name, &PatchParams::default(), &Patch::Merge(patch)).await {
