@@ -6,7 +6,10 @@ use e2e_support as support;
 
 use std::time::Duration;
 
-use support::{ClusterShape, Env, namespace, wait_for};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use support::stalled::Stall;
+use support::{ClusterShape, Env, PRODUCT_AGENT, deployment, namespace, pdb, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const SURGE_KEYS: [&str; 2] =
@@ -274,4 +277,155 @@ async fn a_frozen_holder_that_wakes_after_losing_the_lease_writes_nothing() {
     assert!(touched.is_empty(), "no Deployment write after the old holder woke: {touched:?}");
     let d = env.deployment_now("demo", "web").expect("deployment");
     assert_eq!(d["spec"]["replicas"], 1, "still at the baseline");
+}
+
+/// A product write from the audit log: which replica, what, when the apiserver received it
+/// and when it answered.
+#[derive(Debug)]
+struct Write {
+    standby: bool,
+    what: String,
+    code: u64,
+    received: Timestamp,
+    answered: Timestamp,
+}
+
+fn product_writes(env: &Env) -> Vec<Write> {
+    let at = |e: &Value, field: &str| e[field].as_str().and_then(|t| t.parse().ok()).expect("a timestamp");
+    env.audit_events()
+        .iter()
+        .filter(|e| e["stage"] == "ResponseComplete")
+        .filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with(PRODUCT_AGENT)))
+        .filter(|e| ["create", "update", "patch", "delete"].contains(&e["verb"].as_str().unwrap_or_default()))
+        .map(|e| {
+            let o = &e["objectRef"];
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            Write {
+                standby: text(&e["userAgent"]).contains("(standby)"),
+                what: format!(
+                    "{} {}/{} {}/{}",
+                    text(&e["verb"]),
+                    text(&o["resource"]),
+                    text(&o["subresource"]),
+                    text(&o["namespace"]),
+                    text(&o["name"])
+                ),
+                code: e["responseStatus"]["code"].as_u64().unwrap_or(0),
+                received: at(e, "requestReceivedTimestamp"),
+                answered: at(e, "stageTimestamp"),
+            }
+        })
+        .collect()
+}
+
+impl Write {
+    fn is_lease(&self) -> bool {
+        self.what.contains(" leases/")
+    }
+
+    /// Writes only the Lease holder makes: all but the Lease itself and an eviction signal
+    /// recorded on an EvictionAutoScaler, which any replica writes by design.
+    fn holder_only(&self) -> bool {
+        !self.is_lease() && !self.what.starts_with("patch evictionautoscalers/ ")
+    }
+}
+
+/// SIGTERM to the holder while one of its surge writes is held up in a slow admission webhook
+/// (which lets it through after 3 s) and ten other Deployments are being surged by a drain: the
+/// holder refuses new writes, waits for that one to land, and only then releases the Lease; the
+/// standby writes nothing a holder writes before it has taken the Lease. From the audit log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_hand_over_leaves_no_holder_write_outside_its_lease() {
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    env.start_product(&FLAGS).await;
+    let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
+        let holder = env.lease_holder();
+        async move { holder }
+    })
+    .await;
+    let standby = env.start_extra_product("standby", &FLAGS).await;
+    assert!(!first.starts_with("standby_"), "the first process holds the Lease: {first}");
+    env.apply(&namespace("demo", &[])).await;
+    // Eleven Deployments with their only pod on node-1, behind PDBs allowing no disruption;
+    // every update of `slow` waits 3 s in a webhook that never answers, then lands.
+    env.kubectl_ok(&["cordon", "node-2"]).await;
+    let names: Vec<String> = (1..=10).map(|i| format!("app-{i:02}")).chain(["slow".to_owned()]).collect();
+    let manifests: Vec<String> = names
+        .iter()
+        .flat_map(|n| {
+            let mut d: Value = serde_json::from_str(&deployment("demo", n, 1, &[])).expect("a Deployment");
+            if n == "slow" {
+                d["metadata"]["labels"] = json!({"writes": "slow"});
+            }
+            [d.to_string(), pdb("demo", n, n, json!({"minAvailable": 1}))]
+        })
+        .collect();
+    env.apply(&manifests.join("\n---\n")).await;
+    for name in &names {
+        env.wait_ready("demo", name, 1).await;
+    }
+    env.kubectl_ok(&["uncordon", "node-2"]).await;
+    let slow = Stall { failure_policy: "Ignore", timeout_seconds: 3 };
+    let stalled = env.register_stalled_webhook("slow", json!({"matchLabels": {"writes": "slow"}}), slow).await;
+
+    let drain = env.spawn_kubectl(&["drain", "node-1", "--ignore-daemonsets", "--timeout=120s"]);
+    wait_for("the holder's surge of slow to be held in the webhook", Duration::from_secs(30), || {
+        let called = stalled.handshakes() > 0;
+        async move { called.then_some(()) }
+    })
+    .await;
+    let sigterm = Timestamp::now();
+    let mut product = env.product.take().expect("the first process runs");
+    product.signal("TERM");
+    env.route_webhook_to(standby.webhook_addr).await;
+    let exited = wait_for("the first process to exit after SIGTERM", Duration::from_secs(30), || {
+        let status = product.child.try_wait().ok().flatten();
+        async move { status }
+    })
+    .await;
+    let first_log = product.log();
+    assert!(exited.success(), "the first process exits cleanly: {exited}\n{first_log}");
+    assert!(first_log.contains("released the leader lease"), "it released the Lease:\n{first_log}");
+
+    let (ok, output) = drain.finish().await;
+    assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
+    wait_for("the standby to hold the Lease", Duration::from_secs(60), || {
+        let holder = env.lease_holder();
+        async move { holder.filter(|h| h.starts_with("standby_")) }
+    })
+    .await;
+    wait_for("every Deployment back at 1 replica without surge annotations", Duration::from_secs(90), || {
+        let reverted = names.iter().all(|n| {
+            env.deployment_now("demo", n).is_some_and(|d| {
+                let annotations = d["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
+                d["spec"]["replicas"] == 1 && SURGE_KEYS.iter().all(|k| !annotations.contains_key(*k))
+            })
+        });
+        async move { reverted.then_some(()) }
+    })
+    .await;
+
+    let writes = product_writes(&env);
+    let held = writes
+        .iter()
+        .find(|w| !w.standby && w.what.starts_with("patch deployments/") && w.what.ends_with("demo/slow"))
+        .expect("the first process's surge of slow");
+    assert!(
+        held.received < sigterm && sigterm < held.answered,
+        "the surge of slow was in flight at the SIGTERM: {held:?}, SIGTERM {sigterm}"
+    );
+    let lease_writes = |standby: bool| writes.iter().filter(move |w| w.is_lease() && w.standby == standby && w.code < 300);
+    let released = lease_writes(false).last().expect("the first process's Lease writes").received;
+    let taken = lease_writes(true).next().expect("the standby's takeover").answered;
+    let late: Vec<&Write> =
+        writes.iter().filter(|w| !w.standby && w.holder_only() && w.answered > released).collect();
+    assert!(late.is_empty(), "first-process writes after its Lease release at {released}: {late:#?}");
+    assert_eq!(held.code, 200, "the write in flight was waited for and landed, not cut off: {held:?}");
+    let early: Vec<&Write> =
+        writes.iter().filter(|w| w.standby && w.holder_only() && w.received < taken).collect();
+    assert!(early.is_empty(), "standby writes before its takeover at {taken}: {early:#?}");
+    assert!(
+        writes.iter().any(|w| w.standby && w.holder_only()),
+        "the standby finished the job as the holder: {writes:#?}"
+    );
 }

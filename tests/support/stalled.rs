@@ -3,6 +3,8 @@
 //! connection without a word until the test drops it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -15,7 +17,30 @@ use super::Env;
 pub struct StalledWebhook {
     /// Where it listens.
     pub addr: SocketAddr,
+    handshakes: Arc<AtomicUsize>,
     task: JoinHandle<()>,
+}
+
+impl StalledWebhook {
+    /// TLS handshakes completed so far: the apiserver has called it (and waits) once this is
+    /// above zero.
+    pub fn handshakes(&self) -> usize {
+        self.handshakes.load(Ordering::SeqCst)
+    }
+}
+
+/// What the apiserver does with a call to the stalled webhook.
+#[derive(Clone, Copy, Debug)]
+pub struct Stall {
+    /// `failurePolicy`: `Fail` refuses the write when the call times out, `Ignore` lets it land.
+    pub failure_policy: &'static str,
+    /// `timeoutSeconds`: how long the apiserver waits (1–30).
+    pub timeout_seconds: u32,
+}
+
+impl Stall {
+    /// Every write refused after the longest wait the apiserver allows.
+    pub const REFUSE_AFTER_30S: Stall = Stall { failure_policy: "Fail", timeout_seconds: 30 };
 }
 
 impl Drop for StalledWebhook {
@@ -26,9 +51,9 @@ impl Drop for StalledWebhook {
 
 impl Env {
     /// Registers a validating webhook `name` for Deployment UPDATEs (what a surge or a revert
-    /// is) of the Deployments labelled `selector`, `failurePolicy: Fail`, `timeoutSeconds: 30`,
+    /// is) of the Deployments labelled `selector`, with `stall`'s failure policy and timeout,
     /// served by a server that never answers.
-    pub async fn register_stalled_webhook(&self, name: &str, selector: Value) -> StalledWebhook {
+    pub async fn register_stalled_webhook(&self, name: &str, selector: Value, stall: Stall) -> StalledWebhook {
         let certs = self.dir.path().join("certs");
         let read = |file: &str| std::fs::read(certs.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let chain = rustls_pemfile::certs(&mut read("tls.crt").as_slice())
@@ -41,12 +66,18 @@ impl Env {
         let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("local addr");
+        let handshakes = Arc::new(AtomicUsize::new(0));
+        let counted = handshakes.clone();
         let task = tokio::spawn(async move {
             let mut held = JoinSet::new();
             while let Ok((tcp, _)) = listener.accept().await {
-                let acceptor = acceptor.clone();
+                let (acceptor, counted) = (acceptor.clone(), counted.clone());
                 held.spawn(async move {
-                    let _stream = acceptor.accept(tcp).await;
+                    let stream = acceptor.accept(tcp).await;
+                    if stream.is_ok() {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let _stream = stream;
                     std::future::pending::<()>().await;
                 });
             }
@@ -62,13 +93,13 @@ impl Env {
                 "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
                            "resources": ["deployments", "deployments/scale"]}],
                 "objectSelector": selector,
-                "failurePolicy": "Fail",
-                "timeoutSeconds": 30,
+                "failurePolicy": stall.failure_policy,
+                "timeoutSeconds": stall.timeout_seconds,
                 "sideEffects": "None",
                 "admissionReviewVersions": ["v1"],
             }],
         }))
         .await;
-        StalledWebhook { addr, task }
+        StalledWebhook { addr, handshakes, task }
     }
 }
