@@ -366,7 +366,8 @@ async fn a_sigterm_hand_over_leaves_no_holder_write_outside_its_lease() {
     }
     env.kubectl_ok(&["uncordon", "node-2"]).await;
     let slow = Stall { failure_policy: "Ignore", timeout_seconds: 3 };
-    let stalled = env.register_stalled_webhook("slow", json!({"matchLabels": {"writes": "slow"}}), slow).await;
+    let stalled =
+        env.register_stalled_webhook("slow", json!({"matchLabels": {"writes": "slow"}}), slow).await;
 
     let drain = env.spawn_kubectl(&["drain", "node-1", "--ignore-daemonsets", "--timeout=120s"]);
     wait_for("the holder's surge of slow to be held in the webhook", Duration::from_secs(30), || {
@@ -414,8 +415,9 @@ async fn a_sigterm_hand_over_leaves_no_holder_write_outside_its_lease() {
         held.received < sigterm && sigterm < held.answered,
         "the surge of slow was in flight at the SIGTERM: {held:?}, SIGTERM {sigterm}"
     );
-    let lease_writes = |standby: bool| writes.iter().filter(move |w| w.is_lease() && w.standby == standby && w.code < 300);
-    let released = lease_writes(false).last().expect("the first process's Lease writes").received;
+    let lease_writes =
+        |standby: bool| writes.iter().filter(move |w| w.is_lease() && w.standby == standby && w.code < 300);
+    let released = lease_writes(false).next_back().expect("the first process's Lease writes").received;
     let taken = lease_writes(true).next().expect("the standby's takeover").answered;
     let late: Vec<&Write> =
         writes.iter().filter(|w| !w.standby && w.holder_only() && w.answered > released).collect();

@@ -445,7 +445,9 @@ async fn a_hung_write_on_one_deployment_holds_back_no_other_surge_or_revert() {
     }
     env.kubectl_ok(&["uncordon", "node-2"]).await;
     // And one left surged (its revert due), every write to which hangs.
-    let _stalled = env.register_stalled_webhook("hang", json!({"matchLabels": {"writes": "hang"}}), Stall::REFUSE_AFTER_30S).await;
+    let _stalled = env
+        .register_stalled_webhook("hang", json!({"matchLabels": {"writes": "hang"}}), Stall::REFUSE_AFTER_30S)
+        .await;
     let mut stuck: Value =
         serde_json::from_str(&deployment("demo", "stuck", 2, &[(SURGE, "2"), (ORIGINAL, "1")]))
             .expect("a Deployment");

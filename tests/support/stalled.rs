@@ -53,7 +53,12 @@ impl Env {
     /// Registers a validating webhook `name` for Deployment UPDATEs (what a surge or a revert
     /// is) of the Deployments labelled `selector`, with `stall`'s failure policy and timeout,
     /// served by a server that never answers.
-    pub async fn register_stalled_webhook(&self, name: &str, selector: Value, stall: Stall) -> StalledWebhook {
+    pub async fn register_stalled_webhook(
+        &self,
+        name: &str,
+        selector: Value,
+        stall: Stall,
+    ) -> StalledWebhook {
         let certs = self.dir.path().join("certs");
         let read = |file: &str| std::fs::read(certs.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let chain = rustls_pemfile::certs(&mut read("tls.crt").as_slice())

@@ -67,6 +67,9 @@ const WITHOUT_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// Longest wait at shutdown for the writes in flight before the Lease is released.
 const SHUTDOWN_WRITES: Duration = Duration::from_secs(5);
 
+/// When an evaluation whose write the gate refused is tried again.
+const GATE_CLOSED_RETRY: Duration = Duration::from_secs(1);
+
 /// Longest back-off between failed evaluations of one Deployment.
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
@@ -360,8 +363,12 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
                 ctx.queue.schedule(key, instant_at(at));
             }
         }
-        // Demoted meanwhile: the new holder evaluates it; nothing to back off from.
-        Err(e) if e.is_not_leader() => debug!(namespace = %key.0, deployment = %key.1, "{e}"),
+        // The gate closed: demoted (the loop then drops the key, the new holder evaluates it),
+        // or a Lease renewal running late that may still succeed. Nothing was sent; try soon.
+        Err(e) if e.is_not_leader() => {
+            debug!(namespace = %key.0, deployment = %key.1, "{e}");
+            ctx.queue.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
+        }
         Err(e) => {
             let failures = ctx.with_memory(&key, |m| {
                 m.failures = m.failures.saturating_add(1);

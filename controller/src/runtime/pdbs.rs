@@ -249,7 +249,9 @@ pub async fn admitted_deployment(
     let autoscaler = autoscaler_of(deployment, &hpas, &scaled_objects);
     let plan =
         pdb::plan_admission(deployment, false, autoscaler.as_ref(), &namespace_view, &ctx.config(), crd_uid);
-    if matches!(plan.action, Action::Create { .. }) && perform(&ctx.any_replica, &plan.action).await? == Performed::Done {
+    if matches!(plan.action, Action::Create { .. })
+        && perform(&ctx.any_replica, &plan.action).await? == Performed::Done
+    {
         count(ctx, &plan.action);
         if let Some(event) = plan.action_event() {
             publish(ctx, &ctx.any_replica, &[event]).await;

@@ -285,7 +285,9 @@ async fn publish_events(ctx: &Context, deployment: &Deployment, plan: &Plan) {
 
 async fn publish(ctx: &Context, deployment: &Deployment, planned: &PlannedEvent) {
     let object = deployment.object_ref(&());
-    if let Err(e) = ctx.recorder.publish(&ctx.client, &object, planned.warning, planned.reason, &planned.note).await {
+    if let Err(e) =
+        ctx.recorder.publish(&ctx.client, &object, planned.warning, planned.reason, &planned.note).await
+    {
         warn!(reason = planned.reason, error = %e, "could not publish Event");
     }
 }

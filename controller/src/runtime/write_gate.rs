@@ -113,7 +113,9 @@ mod tests {
     }
 
     fn write() -> Request<Body> {
-        Request::patch("/apis/apps/v1/namespaces/shop/deployments/web").body(Body::from(b"{}".to_vec())).unwrap()
+        Request::patch("/apis/apps/v1/namespaces/shop/deployments/web")
+            .body(Body::from(b"{}".to_vec()))
+            .unwrap()
     }
 
     fn read() -> Request<Body> {
