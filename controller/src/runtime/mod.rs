@@ -423,25 +423,29 @@ async fn watch_own_crd(ctx: Arc<Context>) {
     }
 }
 
-/// Waits for KEDA's CRD (also when KEDA is installed after we started), then keeps the
-/// ScaledObject cache, in this task so it ends with the controller.
+/// Watches for KEDA's CRD; once it exists (also when KEDA is installed after we started),
+/// keeps the ScaledObject cache too, in this task so it ends with the controller.
 async fn watch_keda(ctx: Arc<Context>) {
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={KEDA_CRD}"));
-    let mut stream = std::pin::pin!(watcher(crds, config).default_backoff().applied_objects());
-    loop {
-        match stream.next().await {
-            Some(Ok(_)) => break,
-            Some(Err(_)) => continue,
-            None => return,
+    let mut events = std::pin::pin!(watcher(crds, config).default_backoff().applied_objects());
+    let installed = tokio::sync::Notify::new();
+    let crd = async {
+        while let Some(event) = events.next().await {
+            if event.is_ok() {
+                installed.notify_one();
+            }
         }
-    }
-    info!("KEDA is installed: watching ScaledObjects");
-    let (store, writer) = reflector::store::<ScaledObject>();
-    if let Ok(mut slot) = ctx.caches.scaled_objects.write() {
-        *slot = Some(store);
-    }
-    let c = ctx.clone();
-    let api = Api::<ScaledObject>::all(ctx.client.clone());
-    reflect(api, writer, trim_scaled_object, move |e| intake::on_scaled_object(&c, e)).await;
+    };
+    let cache = async {
+        installed.notified().await;
+        info!("KEDA is installed: watching ScaledObjects");
+        let (store, writer) = reflector::store::<ScaledObject>();
+        if let Ok(mut slot) = ctx.caches.scaled_objects.write() {
+            *slot = Some(store);
+        }
+        let api = Api::<ScaledObject>::all(ctx.client.clone());
+        reflect(api, writer, trim_scaled_object, |e| intake::on_scaled_object(&ctx, e)).await;
+    };
+    tokio::join!(crd, cache);
 }
