@@ -6,14 +6,6 @@ pub enum Error {
     /// A Kubernetes API call failed.
     #[error("Kubernetes API call failed: {0}")]
     Kube(#[from] kube::Error),
-    /// A write was refused with 403 (an admission policy or RBAC forbids it).
-    #[error("{what} was forbidden: {message}")]
-    Forbidden {
-        /// What was being written.
-        what: String,
-        /// The API server's message.
-        message: String,
-    },
     /// An evaluation took longer than it may (a slow or hung API call).
     #[error("took longer than {0:?} (an API call did not answer); given up")]
     TimedOut(std::time::Duration),
@@ -26,15 +18,6 @@ impl Error {
     /// A write the Lease holder's gate refused: we are no longer (surely) the holder.
     pub fn is_not_leader(&self) -> bool {
         matches!(self, Error::Kube(e) if crate::runtime::write_gate::is_not_leader(e))
-    }
-
-    /// HTTP status of an API error, if this is one.
-    pub fn status_code(&self) -> Option<u16> {
-        match self {
-            Error::Kube(kube::Error::Api(status)) => Some(status.code),
-            Error::Forbidden { .. } => Some(403),
-            _ => None,
-        }
     }
 }
 

@@ -80,7 +80,7 @@ pub fn hold(i: HoldInputs) -> Hold {
 
 /// How often a surge held by pods on draining nodes is looked at again: the cooldown, kept
 /// between 1 s (no hot loop) and 15 s (the revert follows the drain promptly).
-pub fn presence_recheck(cooldown: Duration) -> Duration {
+fn presence_recheck(cooldown: Duration) -> Duration {
     cooldown.clamp(Duration::from_secs(1), Duration::from_secs(15))
 }
 

@@ -148,27 +148,6 @@ pub fn surge_target(baseline: i32, displaced: i32, max_surge: i32, autoscaler_ma
     }
 }
 
-/// The Deployment controller's rolling-update bounds (`ResolveFenceposts`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fenceposts {
-    /// Pods allowed above `replicas` (percentages rounded up).
-    pub max_surge: i32,
-    /// Pods allowed below `replicas` (percentages rounded down).
-    pub max_unavailable: i32,
-}
-
-/// `ResolveFenceposts(maxSurge, maxUnavailable, desired)`; both zero → unavailable 1.
-pub fn resolve_fenceposts(
-    max_surge: &IntOrString,
-    max_unavailable: &IntOrString,
-    desired: i32,
-) -> Result<Fenceposts, ScaleError> {
-    let surge = scaled(max_surge, desired, true)?;
-    let unavailable = scaled(max_unavailable, desired, false)?;
-    let unavailable = if surge == 0 && unavailable == 0 { 1 } else { unavailable };
-    Ok(Fenceposts { max_surge: surge, max_unavailable: unavailable })
-}
-
 /// What sets a Deployment's replica count, for the default PDB's `minAvailable`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReplicaSource {
@@ -462,25 +441,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    /// k8s-semantics.md §4.4, the 25%/25% fenceposts table, literally.
-    #[test]
-    fn deployment_fenceposts() {
-        let quarter = text("25%");
-        let cases = [(0, 0, 1), (1, 1, 0), (2, 1, 0), (3, 1, 0), (4, 1, 1), (5, 2, 1), (8, 2, 2), (10, 3, 2)];
-        for (replicas, max_surge, max_unavailable) in cases {
-            assert_eq!(
-                resolve_fenceposts(&quarter, &quarter, replicas),
-                Ok(Fenceposts { max_surge, max_unavailable }),
-                "replicas {replicas}"
-            );
-        }
-        assert_eq!(
-            resolve_fenceposts(&int(0), &int(0), 5),
-            Ok(Fenceposts { max_surge: 0, max_unavailable: 1 }),
-            "both zero → unavailable 1"
-        );
     }
 
     #[test]

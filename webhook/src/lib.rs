@@ -20,7 +20,6 @@
 pub mod certs;
 mod error;
 mod health;
-mod legacy_hello;
 mod metrics;
 mod review;
 mod router;

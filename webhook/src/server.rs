@@ -18,7 +18,6 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use crate::Error;
-use crate::legacy_hello::refuse_legacy_hello;
 use crate::metrics::Metrics;
 use crate::tls::{CertFiles, CertResolver, PemPair, follow_channel, load_from_channel, server_config};
 
@@ -191,7 +190,7 @@ pub async fn serve(
 }
 
 async fn serve_connection(
-    mut tcp: TcpStream,
+    tcp: TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
     builder: Arc<auto::Builder<TokioExecutor>>,
@@ -204,14 +203,6 @@ async fn serve_connection(
         tracing::debug!(%peer, %error, "cannot set TCP_NODELAY");
     }
     let deadline = tokio::time::Instant::now() + handshake_timeout;
-    let refused = tokio::select! {
-        refused = refuse_legacy_hello(&mut tcp, deadline) => refused,
-        _ = stop.changed() => return,
-    };
-    if refused {
-        tracing::debug!(%peer, "refused a TLS 1.0/1.1-only ClientHello");
-        return;
-    }
     let handshake = tokio::time::timeout_at(deadline, acceptor.accept(tcp));
     let tls = tokio::select! {
         result = handshake => match result {
