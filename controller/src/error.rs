@@ -15,9 +15,30 @@ pub enum Error {
 }
 
 impl Error {
+    /// A short, stable name for the kind of failure (`reconcile_failures_total{error}`).
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) if self.is_not_leader() => "not_leader",
+            Error::Kube(kube::Error::Api(status)) => match status.code {
+                403 => "forbidden",
+                404 => "not_found",
+                409 | 422 => "conflict",
+                429 => "throttled",
+                500.. => "server_error",
+                _ => "refused",
+            },
+            Error::Kube(kube::Error::Service(e)) if e.is::<crate::runtime::write::WriteTimedOut>() => {
+                "timeout"
+            }
+            Error::Kube(_) => "unreachable",
+            Error::TimedOut(_) => "timeout",
+            Error::TaskStopped(_) => "task_stopped",
+        }
+    }
+
     /// A write the Lease holder's gate refused: we are no longer (surely) the holder.
     pub fn is_not_leader(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runtime::write_gate::is_not_leader(e))
+        matches!(self, Error::Kube(e) if crate::runtime::write::is_not_leader(e))
     }
 }
 
@@ -69,6 +90,27 @@ mod tests {
     fn a_plain_text_404_for_an_api_that_is_not_installed_is_not_found() {
         assert!(is_not_found(&plain_text(404, "404 page not found\n")));
         assert!(!is_not_found(&plain_text(500, "boom")));
+    }
+
+    #[test]
+    fn failures_are_labelled_by_kind() {
+        let api = |code| Error::Kube(plain_text(code, "x"));
+        let cases = [
+            (api(403), "forbidden"),
+            (api(404), "not_found"),
+            (api(409), "conflict"),
+            (api(422), "conflict"),
+            (api(429), "throttled"),
+            (api(503), "server_error"),
+            (api(400), "refused"),
+            (Error::Kube(kube::Error::Service(Box::new(crate::runtime::write::NotLeader))), "not_leader"),
+            (Error::Kube(kube::Error::Service(Box::new(crate::runtime::write::WriteTimedOut))), "timeout"),
+            (Error::TimedOut(std::time::Duration::from_secs(20)), "timeout"),
+            (Error::TaskStopped("cache"), "task_stopped"),
+        ];
+        for (error, label) in cases {
+            assert_eq!(error.metric_label(), label, "{error}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use common::{Sim, eventually};
 use std::sync::Arc;
 
 use eviction_autoscaler_controller::runtime::leader::{self, LeaseConfig, LeaseTimings};
-use eviction_autoscaler_controller::runtime::write_gate::WriteGate;
+use eviction_autoscaler_controller::runtime::write::WriteGate;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use tokio::sync::{oneshot, watch};

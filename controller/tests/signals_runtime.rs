@@ -83,6 +83,7 @@ async fn any_trigger_surges_on_an_eviction_off_a_draining_node() {
         "eviction_autoscaler_blocked_evictions_total 1",
         "eviction_autoscaler_scale_actions_total{action=\"surge\"} 1",
         "eviction_autoscaler_signal_to_scale_latency_seconds_count 1",
+        "eviction_autoscaler_writes_total{kind=\"deployments\",outcome=\"ok\"} 1",
     ] {
         assert!(metrics.contains(line), "missing {line} in\n{metrics}");
     }

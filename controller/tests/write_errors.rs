@@ -96,6 +96,8 @@ async fn forbidden_scaling_degrades_the_eas_without_a_write_loop() {
         text.lines().find(|l| l.starts_with(gauge)).map(|l| l[gauge.len()..].trim().to_owned())
     };
     assert_eq!(degraded_count().as_deref(), Some("1"), "{}", running.metrics_text());
+    let refused = r#"eviction_autoscaler_writes_total{kind="deployments",outcome="forbidden"} 1"#;
+    assert!(running.metrics_text().contains(refused), "{}", running.metrics_text());
 
     // The Deployment deleted: it is degraded no more (the alert would fire forever).
     let deployments: Api<Deployment> = Api::namespaced(sim.client().await, "apps");

@@ -22,7 +22,7 @@ use super::caches::Caches;
 use super::metrics::Metrics;
 use super::queue::{Key, WorkQueue};
 use super::recorder::Recorder;
-use super::write_gate::WriteGate;
+use super::write::{WriteGate, writer};
 use crate::displaced::SignaledPod;
 use crate::eas::pdb_covers;
 
@@ -136,8 +136,8 @@ impl Context {
     ) -> Self {
         let gate = WriteGate::new();
         Self {
-            client: gate.guard(client.clone()),
-            any_replica: client,
+            client: writer(client.clone(), Some(gate.clone()), metrics.writes.clone()),
+            any_replica: writer(client, None, metrics.writes.clone()),
             gate,
             config,
             recorder,

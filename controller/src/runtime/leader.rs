@@ -16,7 +16,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
 
-use super::write_gate::WriteGate;
+use super::write::WriteGate;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};

@@ -44,6 +44,36 @@ pub struct PdbLabel {
     pub reason: String,
 }
 
+/// Labels: a write's resource (`deployments`, `evictionautoscalers/status`, ...) and outcome
+/// (`ok`, `conflict`, `forbidden`, `not_found`, `invalid`, `throttled`, `server_error`,
+/// `refused`, `unreachable`, `timeout`, `cancelled`, `not_leader`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabel {
+    /// The resource written.
+    pub kind: String,
+    /// How it ended.
+    pub outcome: String,
+}
+
+/// Label: a reconciler (`surge`, `pdb`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcilerLabel {
+    /// The reconciler.
+    pub reconciler: String,
+}
+
+/// Labels: a reconciler and how it failed ([`crate::Error::metric_label`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FailureLabel {
+    /// The reconciler.
+    pub reconciler: String,
+    /// The kind of failure.
+    pub error: String,
+}
+
+/// Reconcile durations: 5 ms … ~20 s (the evaluation bound).
+type Durations = Family<ReconcilerLabel, Histogram, fn() -> Histogram>;
+
 /// All controller metrics; cheap to clone (shared atomics).
 #[derive(Clone, Debug)]
 pub struct Metrics {
@@ -66,6 +96,12 @@ pub struct Metrics {
     pub signal_to_scale_latency: Histogram,
     /// Default-PDB actions done, by outcome and reason.
     pub pdb_actions: Family<PdbLabel, Counter>,
+    /// API writes, by resource and outcome (counted by `runtime::write`).
+    pub writes: Family<WriteLabel, Counter>,
+    /// Failed reconciles, by reconciler and kind of failure.
+    pub reconcile_failures: Family<FailureLabel, Counter>,
+    /// How long reconciles took, by reconciler.
+    pub reconcile_duration: Durations,
     /// Per-Deployment degraded reason, to keep the gauge family exact.
     degraded_by_key: Arc<Mutex<HashMap<Key, &'static str>>>,
 }
@@ -90,6 +126,11 @@ impl Metrics {
             // 50 ms … ~100 s.
             signal_to_scale_latency: Histogram::new(exponential_buckets(0.05, 2.0, 12)),
             pdb_actions: Family::default(),
+            writes: Family::default(),
+            reconcile_failures: Family::default(),
+            reconcile_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.005, 2.0, 13))
+            }),
             degraded_by_key: Arc::default(),
         }
     }
@@ -130,6 +171,28 @@ impl Metrics {
             "Default-PDB actions done, by outcome and reason",
             self.pdb_actions.clone(),
         );
+        registry.register("writes", "API writes, by resource and outcome", self.writes.clone());
+        registry.register(
+            "reconcile_failures",
+            "Failed reconciles, by reconciler and kind of failure",
+            self.reconcile_failures.clone(),
+        );
+        registry.register_with_unit(
+            "reconcile_duration",
+            "How long reconciles took, by reconciler",
+            Unit::Seconds,
+            self.reconcile_duration.clone(),
+        );
+    }
+
+    /// Records one reconcile: its duration and, if it failed, how.
+    pub fn reconciled(&self, reconciler: &str, took: std::time::Duration, failure: Option<&str>) {
+        let label = ReconcilerLabel { reconciler: reconciler.to_owned() };
+        self.reconcile_duration.get_or_create(&label).observe(took.as_secs_f64());
+        if let Some(error) = failure {
+            let label = FailureLabel { reconciler: reconciler.to_owned(), error: error.to_owned() };
+            self.reconcile_failures.get_or_create(&label).inc();
+        }
     }
 
     /// Counts a default-PDB action.
@@ -198,6 +261,19 @@ mod tests {
         assert!(text.contains("eviction_autoscaler_scale_actions_total{action=\"surge\"} 1"));
         assert!(text.contains("eviction_autoscaler_degraded{reason=\"MultiplePDBs\"} 1"), "{text}");
         assert!(text.contains("eviction_autoscaler_signal_to_scale_latency_seconds_bucket"));
+        metrics.reconciled("surge", std::time::Duration::from_millis(3), None);
+        metrics.reconciled("pdb", std::time::Duration::from_secs(1), Some("conflict"));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+        assert!(
+            text.contains("eviction_autoscaler_reconcile_duration_seconds_count{reconciler=\"surge\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("eviction_autoscaler_reconcile_duration_seconds_count{reconciler=\"pdb\"} 1"));
+        assert!(text.contains(
+            "eviction_autoscaler_reconcile_failures_total{reconciler=\"pdb\",error=\"conflict\"} 1"
+        ));
+        assert!(!text.contains("reconcile_failures_total{reconciler=\"surge\""), "a success is no failure");
         metrics.clear_degraded();
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");

@@ -12,7 +12,7 @@ pub mod pdbs;
 pub mod queue;
 pub mod reconcile;
 pub mod recorder;
-pub mod write_gate;
+pub mod write;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -222,7 +222,7 @@ impl Controller {
                 identity,
                 timings: lease_timings,
             };
-            let api: Api<Lease> = Api::namespaced(client.clone(), &lease.namespace);
+            let api: Api<Lease> = Api::namespaced(ctx.any_replica.clone(), &lease.namespace);
             let mut stop = stop_rx.clone();
             tokio::spawn(leader::run(api, lease, leader_tx, ctx.gate.clone(), async move {
                 let _ = stop.wait_for(|s| *s).await;
@@ -346,16 +346,16 @@ async fn work(ctx: &Arc<Context>) {
 /// One evaluation of Deployment `key` (surge state machine, then its default PDB), bounded by
 /// [`EVALUATION_TIMEOUT`]; schedules the next one.
 async fn evaluate(ctx: Arc<Context>, key: Key) {
-    let pass = async {
-        let next = reconcile::reconcile(&ctx, &key).await?;
+    let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
+    let result = async {
+        let next = timed(&ctx, "surge", deadline, reconcile::reconcile(&ctx, &key)).await?;
         if let Some(uid) = ctx.crd_uid() {
-            pdbs::reconcile_deployment(&ctx, &key, &uid).await?;
+            let pdb = async { Ok(pdbs::reconcile_deployment(&ctx, &key, &uid).await?) };
+            timed(&ctx, "pdb", deadline, pdb).await?;
         }
         Ok::<_, Error>(next)
-    };
-    let result = tokio::time::timeout(EVALUATION_TIMEOUT, pass)
-        .await
-        .unwrap_or(Err(Error::TimedOut(EVALUATION_TIMEOUT)));
+    }
+    .await;
     match result {
         Ok(next) => {
             ctx.reset_failures(&key);
@@ -379,6 +379,21 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
             ctx.queue.schedule(key, tokio::time::Instant::now() + backoff);
         }
     }
+}
+
+/// Runs one reconciler's part of an evaluation until `deadline`, into its duration histogram
+/// and, failed, its failure count.
+async fn timed<T>(
+    ctx: &Context,
+    reconciler: &'static str,
+    deadline: tokio::time::Instant,
+    work: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let started = tokio::time::Instant::now();
+    let result =
+        tokio::time::timeout_at(deadline, work).await.unwrap_or(Err(Error::TimedOut(EVALUATION_TIMEOUT)));
+    ctx.metrics.reconciled(reconciler, started.elapsed(), result.as_ref().err().map(Error::metric_label));
+    result
 }
 
 /// The monotonic instant for wall-clock time `at` (now if in the past).

@@ -1,0 +1,320 @@
+//! Every write the controller makes goes out here: [`writer`] wraps a kube client (a
+//! `tower::service_fn` around it, so no call site can forget) and gives each PATCH, POST, PUT
+//! or DELETE a deadline ([`WRITE_TIMEOUT`]), counts it in `writes_total{kind,outcome}` and —
+//! on the Lease holder's client — lets it out only through the [`WriteGate`]. Reads pass
+//! untouched.
+//!
+//! The gate is open only while the Lease is surely ours — until shortly before it would run
+//! out unrenewed — and closing it waits for the writes in flight. So once the Lease is given
+//! away (shutdown) or lost (demotion, a process frozen past its Lease) no write of ours
+//! starts, and none is still on its way. Writes any replica makes by design (eviction signals
+//! on the EvictionAutoScaler, default PDBs at admission) use a writer without the gate.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Method, Request, Response};
+use kube::Client;
+use kube::client::Body;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use tokio::sync::RwLock;
+use tokio::time::Instant;
+
+use super::metrics::WriteLabel;
+
+/// Longest one write may take: the evaluation that makes it has the same bound
+/// (`EVALUATION_TIMEOUT`), and a write outside one (intake, admission, Events) gets it here.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A write that did not answer within [`WRITE_TIMEOUT`]; given up.
+#[derive(Debug, thiserror::Error)]
+#[error("the API server did not answer the write within {WRITE_TIMEOUT:?}; given up")]
+pub struct WriteTimedOut;
+
+/// A write refused by the gate: it was never sent.
+#[derive(Debug, thiserror::Error)]
+#[error("not the Lease holder: the write was not sent")]
+pub struct NotLeader;
+
+/// See the module documentation.
+#[derive(Debug, Default)]
+pub struct WriteGate {
+    /// Writes may start until then.
+    open_until: Mutex<Option<Instant>>,
+    /// Held shared by each write in flight; taken exclusively to wait for them all.
+    in_flight: RwLock<()>,
+}
+
+impl WriteGate {
+    /// A closed gate.
+    pub fn new() -> Arc<Self> {
+        Arc::default()
+    }
+
+    /// Lets writes start until `until` (each Lease renewal moves it on).
+    pub fn open_until(&self, until: Instant) {
+        *self.lock() = Some(until);
+    }
+
+    /// Refuses new writes, then waits until no write is in flight.
+    pub async fn close(&self) {
+        *self.lock() = None;
+        drop(self.in_flight.write().await);
+    }
+
+    /// Whether a write could start now.
+    pub fn is_open(&self) -> bool {
+        self.lock().is_some_and(|until| Instant::now() < until)
+    }
+
+    /// A permit for one write, if the gate is open. Checked after joining the writes in
+    /// flight, so `close` either refuses it or waits for it.
+    async fn enter(&self) -> Option<tokio::sync::RwLockReadGuard<'_, ()>> {
+        let permit = self.in_flight.read().await;
+        self.is_open().then_some(permit)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.open_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// `client` with every write bounded, counted in `counts` and, given a `gate`, let out only
+/// while it is open.
+pub fn writer(client: Client, gate: Option<Arc<WriteGate>>, counts: Family<WriteLabel, Counter>) -> Client {
+    let namespace = client.default_namespace().to_owned();
+    let service = tower::service_fn(move |request: Request<Body>| {
+        let (client, gate, counts) = (client.clone(), gate.clone(), counts.clone());
+        async move {
+            if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+                return client.send(request).await.map_err(tower::BoxError::from);
+            }
+            let mut count = Count { counts, kind: kind_of(request.uri().path()), outcome: "cancelled" };
+            // Held until the answer's headers arrive: by then the write has landed or not.
+            let _permit = match &gate {
+                Some(gate) => match gate.enter().await {
+                    Some(permit) => Some(permit),
+                    None => {
+                        count.outcome = "not_leader";
+                        return Err(NotLeader.into());
+                    }
+                },
+                None => None,
+            };
+            let answer = tokio::time::timeout(WRITE_TIMEOUT, client.send(request)).await;
+            count.outcome = outcome_of(&answer);
+            match answer {
+                Ok(answer) => answer.map_err(tower::BoxError::from),
+                Err(_) => Err(WriteTimedOut.into()),
+            }
+        }
+    });
+    Client::new(service, namespace)
+}
+
+/// Counts one write when dropped: with its outcome, or as `cancelled` if the caller gave up
+/// on it (an evaluation timing out, a task ending) before it was answered.
+struct Count {
+    counts: Family<WriteLabel, Counter>,
+    kind: String,
+    outcome: &'static str,
+}
+
+impl Drop for Count {
+    fn drop(&mut self) {
+        let label = WriteLabel { kind: std::mem::take(&mut self.kind), outcome: self.outcome.to_owned() };
+        self.counts.get_or_create(&label).inc();
+    }
+}
+
+/// What a write's answer says, as the `outcome` label.
+fn outcome_of(
+    answer: &Result<Result<Response<Body>, kube::Error>, tokio::time::error::Elapsed>,
+) -> &'static str {
+    let Ok(answer) = answer else { return "timeout" };
+    let Ok(response) = answer else { return "unreachable" };
+    match response.status().as_u16() {
+        200..=299 => "ok",
+        403 => "forbidden",
+        404 => "not_found",
+        409 => "conflict",
+        422 => "invalid",
+        429 => "throttled",
+        500.. => "server_error",
+        _ => "refused",
+    }
+}
+
+/// The resource (and subresource) an API path names, as the `kind` label:
+/// `/apis/apps/v1/namespaces/shop/deployments/web` → `deployments`,
+/// `.../evictionautoscalers/web/status` → `evictionautoscalers/status`.
+fn kind_of(path: &str) -> String {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match segments.as_slice() {
+        ["api", _version, rest @ ..] | ["apis", _, _version, rest @ ..] => rest,
+        _ => return "other".into(),
+    };
+    let resource = match rest {
+        ["namespaces", _namespace, resource @ ..] if !resource.is_empty() => resource,
+        resource => resource,
+    };
+    match resource {
+        [] => "other".into(),
+        [kind] | [kind, _] => (*kind).to_owned(),
+        [kind, _, sub, ..] => format!("{kind}/{sub}"),
+    }
+}
+
+/// Whether `e` is a write the gate refused.
+pub fn is_not_leader(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Service(inner) if inner.is::<NotLeader>())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use http::Response;
+    use tokio::sync::{Semaphore, mpsc};
+
+    use super::*;
+
+    /// An API server stand-in that reports each request's method as it arrives and answers it
+    /// only when `answers` hands out a permit.
+    fn server() -> (Client, mpsc::UnboundedReceiver<Method>, Arc<Semaphore>) {
+        let (seen, arrivals) = mpsc::unbounded_channel();
+        let answers = Arc::new(Semaphore::new(0));
+        let gate = answers.clone();
+        let service = tower::service_fn(move |request: Request<Body>| {
+            let (seen, gate) = (seen.clone(), gate.clone());
+            async move {
+                let _ = seen.send(request.method().clone());
+                gate.acquire().await?.forget();
+                // The status the test asks for (`x-answer`), else 200.
+                let status = request.headers().get("x-answer").and_then(|v| v.to_str().ok()?.parse().ok());
+                let mut answer = Response::new(Body::from(b"{}".to_vec()));
+                *answer.status_mut() = http::StatusCode::from_u16(status.unwrap_or(200))?;
+                Ok::<_, tower::BoxError>(answer)
+            }
+        });
+        (Client::new(service, "default"), arrivals, answers)
+    }
+
+    fn write() -> Request<Body> {
+        Request::patch("/apis/apps/v1/namespaces/shop/deployments/web")
+            .body(Body::from(b"{}".to_vec()))
+            .unwrap()
+    }
+
+    fn read() -> Request<Body> {
+        Request::get("/apis/apps/v1/namespaces/shop/deployments/web").body(Body::empty()).unwrap()
+    }
+
+    fn is_refused(result: Result<Response<Body>, kube::Error>) -> bool {
+        result.is_err_and(|e| is_not_leader(&e))
+    }
+
+    #[tokio::test]
+    async fn closing_waits_for_the_write_in_flight_and_refuses_every_later_one() {
+        let (server, mut arrivals, answers) = server();
+        let gate = WriteGate::new();
+        let counts = Family::default();
+        let client = writer(server, Some(gate.clone()), counts.clone());
+        gate.open_until(Instant::now() + Duration::from_secs(60));
+
+        let in_flight = tokio::spawn({
+            let client = client.clone();
+            async move { client.send(write()).await }
+        });
+        assert_eq!(arrivals.recv().await, Some(Method::PATCH), "an open gate lets the write out");
+        let mut closing = std::pin::pin!(gate.close());
+        assert!(futures::poll!(&mut closing).is_pending(), "close waits while the write is unanswered");
+        assert!(!gate.is_open());
+
+        answers.add_permits(1);
+        assert!(in_flight.await.unwrap().is_ok(), "the write in flight completes");
+        closing.await;
+
+        assert!(is_refused(client.send(write()).await), "a write after close is refused");
+        assert_eq!(counted(&counts, "deployments", "not_leader"), 1);
+        assert_eq!(counted(&counts, "deployments", "ok"), 1);
+        answers.add_permits(1);
+        assert!(client.send(read()).await.is_ok(), "reads still pass");
+        assert_eq!(arrivals.recv().await, Some(Method::GET));
+        assert!(arrivals.try_recv().is_err(), "the refused write never reached the server");
+    }
+
+    #[tokio::test]
+    async fn a_gate_past_its_lease_refuses_writes_before_anyone_closes_it() {
+        // A process frozen past its Lease wakes with the gate still "open": the deadline the
+        // last renewal set has passed, so nothing goes out before the leader task runs.
+        let (server, mut arrivals, answers) = server();
+        let gate = WriteGate::new();
+        let client = writer(server, Some(gate.clone()), Family::default());
+        assert!(is_refused(client.send(write()).await), "a new gate is closed");
+        gate.open_until(Instant::now());
+        assert!(is_refused(client.send(write()).await), "the deadline has passed");
+        gate.open_until(Instant::now() + Duration::from_secs(60));
+        answers.add_permits(1);
+        assert!(client.send(write()).await.is_ok(), "renewed, writes go out");
+        assert_eq!(arrivals.recv().await, Some(Method::PATCH));
+        assert!(arrivals.try_recv().is_err(), "only the one allowed write arrived");
+    }
+
+    fn counted(counts: &Family<WriteLabel, Counter>, kind: &str, outcome: &str) -> u64 {
+        counts.get_or_create(&WriteLabel { kind: kind.into(), outcome: outcome.into() }).get()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_write_is_counted_by_kind_and_outcome_and_bounded_in_time() {
+        let (server, _arrivals, answers) = server();
+        let counts = Family::default();
+        let client = writer(server, None, counts.clone());
+        answers.add_permits(2);
+        let conflict = Request::patch("/apis/apps/v1/namespaces/shop/deployments/web")
+            .header("x-answer", "409")
+            .body(Body::from(b"{}".to_vec()))
+            .unwrap();
+        assert!(client.send(conflict).await.is_ok(), "the answer is the caller's to read");
+        assert!(client.send(write()).await.is_ok());
+        assert_eq!(counted(&counts, "deployments", "conflict"), 1);
+        assert_eq!(counted(&counts, "deployments", "ok"), 1);
+
+        // Unanswered: given up after WRITE_TIMEOUT (paused time jumps there).
+        let started = Instant::now();
+        let timed_out = client.send(write()).await.expect_err("no answer");
+        assert!(matches!(&timed_out, kube::Error::Service(e) if e.is::<WriteTimedOut>()), "{timed_out}");
+        assert_eq!(started.elapsed(), WRITE_TIMEOUT);
+        assert_eq!(counted(&counts, "deployments", "timeout"), 1);
+
+        // Dropped by its caller before an answer (an evaluation that timed out).
+        let dropped = tokio::time::timeout(Duration::from_secs(1), client.send(write())).await;
+        assert!(dropped.is_err());
+        assert_eq!(counted(&counts, "deployments", "cancelled"), 1);
+        assert_eq!(counted(&counts, "deployments", "not_leader"), 0, "no gate, nothing refused");
+    }
+
+    #[test]
+    fn the_kind_is_the_resource_and_subresource_of_the_path() {
+        let cases = [
+            ("/apis/apps/v1/namespaces/shop/deployments/web", "deployments"),
+            ("/apis/apps/v1/namespaces/shop/deployments/web/scale", "deployments/scale"),
+            ("/api/v1/namespaces/shop/events", "events"),
+            ("/api/v1/namespaces/shop/events/web.1a2b", "events"),
+            ("/apis/policy/v1/namespaces/shop/poddisruptionbudgets", "poddisruptionbudgets"),
+            (
+                "/apis/eviction-autoscaler.azure.com/v1/namespaces/shop/evictionautoscalers/web/status",
+                "evictionautoscalers/status",
+            ),
+            ("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/ea", "leases"),
+            ("/api/v1/namespaces/shop", "namespaces"),
+            ("/api/v1/nodes/node-1", "nodes"),
+            ("/healthz", "other"),
+            ("/", "other"),
+        ];
+        for (path, kind) in cases {
+            assert_eq!(kind_of(path), kind, "{path}");
+        }
+    }
+}
