@@ -19,7 +19,7 @@ use serde_json::json;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain;
 
-use crate::error::{is_conflict, is_not_found};
+use crate::error::{Error, is_conflict, is_not_found};
 use crate::keda::ScaledObject;
 use crate::pdb::plan_cleanup;
 use crate::pdb::{
@@ -36,16 +36,6 @@ const MAX_ATTEMPTS: usize = 5;
 
 /// Finalizers we (or the Go project) put on EvictionAutoScaler objects share this prefix.
 const OUR_FINALIZER_PREFIX: &str = "eviction-autoscaler.azure.com/";
-
-/// A cleanup step failed with an error other than NotFound or a persistent Conflict.
-#[derive(Debug, thiserror::Error)]
-#[error("{what} failed: {}", crate::error::message(api_error))]
-pub struct Error {
-    /// The step, naming the object (e.g. `delete poddisruptionbudget team/web-eviction-autoscaler`).
-    pub what: String,
-    /// The API error (its message is in the display; not chained, so it is not printed twice).
-    pub api_error: kube::Error,
-}
 
 /// How one step ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,12 +164,12 @@ where
     match Api::<K>::all(client.clone()).list(&ListParams::default()).await {
         Ok(list) => Ok(list.items),
         Err(e) if is_not_found(&e) => Ok(Vec::new()),
-        Err(source) => Err(Error { what: what.to_owned(), api_error: source }),
+        Err(source) => Err(Error::Step { what: what.to_owned(), api_error: source }),
     }
 }
 
 fn failed(what: String) -> impl FnOnce(kube::Error) -> Error {
-    move |source| Error { what, api_error: source }
+    move |source| Error::Step { what, api_error: source }
 }
 
 /// Reverts one surge the way the surge controller does: the baseline is restored only while
@@ -213,7 +203,7 @@ async fn revert_surge(client: &Client, surge: &SurgeToRevert) -> Result<StepOutc
             Ok(()) => return Ok(StepOutcome::Done),
             Err(e) if is_not_found(&e) => return Ok(StepOutcome::AlreadyDone),
             Err(e) if is_conflict(&e) => continue,
-            Err(source) => return Err(Error { what, api_error: source }),
+            Err(source) => return Err(Error::Step { what, api_error: source }),
         }
     }
     Ok(StepOutcome::Skipped(format!("still changing after {MAX_ATTEMPTS} attempts; run cleanup again")))
@@ -312,12 +302,12 @@ async fn hand_over(client: &Client, planned: &HandOverPdb) -> Result<StepOutcome
     let mut current = planned.clone();
     for _ in 0..MAX_ATTEMPTS {
         let ops: json_patch::Patch = serde_json::from_value(current.json_patch())
-            .map_err(|e| Error { what: what.clone(), api_error: kube::Error::SerdeError(e) })?;
+            .map_err(|e| Error::Step { what: what.clone(), api_error: kube::Error::SerdeError(e) })?;
         match api.patch(current.name(), &PatchParams::default(), &Patch::Json::<()>(ops)).await {
             Ok(_) => return Ok(StepOutcome::Done),
             Err(e) if is_not_found(&e) => return Ok(StepOutcome::AlreadyDone),
             Err(e) if is_conflict(&e) => {}
-            Err(source) => return Err(Error { what, api_error: source }),
+            Err(source) => return Err(Error::Step { what, api_error: source }),
         }
         let fresh = api.get_opt(current.name()).await.map_err(failed(what.clone()))?;
         match fresh.as_ref().and_then(HandOverPdb::of) {
@@ -344,7 +334,7 @@ async fn delete_pdb(client: &Client, planned: &OwnedPdb) -> Result<StepOutcome, 
             Ok(_) => return Ok(StepOutcome::Done),
             Err(e) if is_not_found(&e) => return Ok(StepOutcome::AlreadyDone),
             Err(e) if is_conflict(&e) => {}
-            Err(source) => return Err(Error { what, api_error: source }),
+            Err(source) => return Err(Error::Step { what, api_error: source }),
         }
         let fresh = api.get_opt(current.name()).await.map_err(failed(what.clone()))?;
         match fresh {
@@ -381,7 +371,7 @@ async fn remove_eas(client: &Client, planned: &EasToRemove) -> Result<StepOutcom
                 Ok(_) => {}
                 Err(e) if is_not_found(&e) => return Ok(StepOutcome::AlreadyDone),
                 Err(e) if is_conflict(&e) => continue,
-                Err(source) => return Err(Error { what, api_error: source }),
+                Err(source) => return Err(Error::Step { what, api_error: source }),
             }
         }
         if fresh.metadata.deletion_timestamp.is_none() {
@@ -396,7 +386,7 @@ async fn remove_eas(client: &Client, planned: &EasToRemove) -> Result<StepOutcom
                 Ok(_) => {}
                 Err(e) if is_not_found(&e) => {}
                 Err(e) if is_conflict(&e) => continue,
-                Err(source) => return Err(Error { what, api_error: source }),
+                Err(source) => return Err(Error::Step { what, api_error: source }),
             }
         }
         return Ok(if foreign.is_empty() {

@@ -9,6 +9,14 @@ pub enum Error {
     /// An evaluation took longer than it may (a slow or hung API call).
     #[error("took longer than {0:?} (an API call did not answer); given up")]
     TimedOut(std::time::Duration),
+    /// A cleanup step failed with an error other than NotFound or a persistent Conflict.
+    #[error("{what} failed: {}", message(api_error))]
+    Step {
+        /// The step, naming the object (e.g. `delete poddisruptionbudget team/web-eviction-autoscaler`).
+        what: String,
+        /// The API error (its message is in the display; not chained, so not printed twice).
+        api_error: kube::Error,
+    },
     /// A background task of the controller stopped unexpectedly.
     #[error("controller task {0} stopped unexpectedly")]
     TaskStopped(&'static str),
@@ -33,6 +41,7 @@ impl Error {
             Error::Kube(_) => "unreachable",
             Error::TimedOut(_) => "timeout",
             Error::TaskStopped(_) => "task_stopped",
+            Error::Step { .. } => "cleanup_step",
         }
     }
 
