@@ -6,8 +6,16 @@
 //! Upstream rounds percentages UP for both `minAvailable` and `maxUnavailable` (the opposite
 //! of a Deployment's `maxUnavailable`), so a percentage budget never allows more than asked.
 
-use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+/// Whether the budgets covering a pod refuse its eviction now: exactly one covers it and its
+/// status allows no disruption (no status yet counts as none allowed, as the apiserver's
+/// eviction check does). Pods under two or more budgets are refused by the apiserver anyway and
+/// never surged for.
+pub fn blocks_eviction(covering: &[PodDisruptionBudget]) -> bool {
+    matches!(covering, [p] if p.status.as_ref().map_or(0, |s| s.disruptions_allowed) == 0)
+}
 
 /// An int-or-percent value that cannot be scaled.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -187,6 +195,21 @@ mod tests {
 
     fn max_unavailable(v: IntOrString) -> PodDisruptionBudgetSpec {
         PodDisruptionBudgetSpec { max_unavailable: Some(v), ..Default::default() }
+    }
+
+    #[test]
+    fn only_a_single_closed_budget_blocks_an_eviction() {
+        use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
+        let with = |allowed: Option<i32>| PodDisruptionBudget {
+            status: allowed
+                .map(|n| PodDisruptionBudgetStatus { disruptions_allowed: n, ..Default::default() }),
+            ..Default::default()
+        };
+        assert!(blocks_eviction(&[with(Some(0))]), "one budget at 0");
+        assert!(blocks_eviction(&[with(None)]), "no status yet counts as none allowed");
+        assert!(!blocks_eviction(&[with(Some(1))]), "a disruption allowed");
+        assert!(!blocks_eviction(&[]), "no budget");
+        assert!(!blocks_eviction(&[with(Some(0)), with(Some(0))]), "two budgets: never surged for");
     }
 
     #[test]

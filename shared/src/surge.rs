@@ -148,35 +148,6 @@ pub fn surge_target(baseline: i32, displaced: i32, max_surge: i32, autoscaler_ma
     }
 }
 
-/// What sets a Deployment's replica count, for the default PDB's `minAvailable`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplicaSource {
-    /// No autoscaler: the Deployment's `spec.replicas` (nil → 1, the API default).
-    Deployment { replicas: Option<i32> },
-    /// A standalone HPA: `spec.minReplicas` (nil → 1, the API default).
-    Hpa { min_replicas: Option<i32> },
-    /// A KEDA ScaledObject: `spec.minReplicaCount` (nil → 0, KEDA's default).
-    Keda { min_replica_count: Option<i32> },
-}
-
-/// The default PDB's `minAvailable`: the replicas (or autoscaler minimum) excluding our
-/// surge. `surge_baseline` is the recorded original (the `original-min-replicas`
-/// annotation) while a surge is active; it replaces the surged value.
-///
-/// `None` when that resolves to 0 or less (scale-to-zero KEDA or HPA, a Deployment at 0):
-/// `minAvailable: 0` allows every eviction, so such a PDB would protect nothing while
-/// still counting as "a PDB covers these pods". The caller creates no default PDB then
-/// (and retires one it owns).
-pub fn default_pdb_min_available(source: ReplicaSource, surge_baseline: Option<i32>) -> Option<i32> {
-    let unsurged = match source {
-        ReplicaSource::Deployment { replicas } => replicas.unwrap_or(1),
-        ReplicaSource::Hpa { min_replicas } => min_replicas.unwrap_or(1),
-        ReplicaSource::Keda { min_replica_count } => min_replica_count.unwrap_or(0),
-    };
-    let floor = surge_baseline.unwrap_or(unsurged);
-    (floor > 0).then_some(floor)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,36 +411,6 @@ mod tests {
                     "{percent}% of {baseline}"
                 );
             }
-        }
-    }
-
-    #[test]
-    fn default_pdb_min_available_cases() {
-        let cases = [
-            ("replicas 3", ReplicaSource::Deployment { replicas: Some(3) }, None, Some(3)),
-            ("nil replicas → 1", ReplicaSource::Deployment { replicas: None }, None, Some(1)),
-            (
-                "surged replicas use the baseline",
-                ReplicaSource::Deployment { replicas: Some(5) },
-                Some(3),
-                Some(3),
-            ),
-            ("replicas 0 → no PDB", ReplicaSource::Deployment { replicas: Some(0) }, None, None),
-            ("HPA min 2", ReplicaSource::Hpa { min_replicas: Some(2) }, None, Some(2)),
-            ("HPA nil min → 1", ReplicaSource::Hpa { min_replicas: None }, None, Some(1)),
-            ("surged HPA uses the baseline", ReplicaSource::Hpa { min_replicas: Some(4) }, Some(2), Some(2)),
-            ("HPA scale-to-zero → no PDB", ReplicaSource::Hpa { min_replicas: Some(0) }, None, None),
-            ("KEDA min 2", ReplicaSource::Keda { min_replica_count: Some(2) }, None, Some(2)),
-            ("KEDA nil min → 0 → no PDB", ReplicaSource::Keda { min_replica_count: None }, None, None),
-            (
-                "surged KEDA with recorded 0 → no PDB",
-                ReplicaSource::Keda { min_replica_count: Some(3) },
-                Some(0),
-                None,
-            ),
-        ];
-        for (name, source, surge_baseline, want) in cases {
-            assert_eq!(default_pdb_min_available(source, surge_baseline), want, "{name}");
         }
     }
 }

@@ -71,8 +71,7 @@ pub async fn handle_signal(
     let key = (namespace.to_owned(), deployment_name);
     let Some(deployment) = ctx.deployment(&key) else { return Ok(()) };
     let pdbs = ctx.covering_pdbs(&deployment);
-    let blocked =
-        matches!(pdbs.as_slice(), [p] if p.status.as_ref().map_or(0, |s| s.disruptions_allowed) == 0);
+    let blocked = eviction_autoscaler_shared::budget::blocks_eviction(&pdbs);
     let displaceable = is_displaceable(&pod);
     if blocked {
         ctx.metrics.blocked_evictions.inc();

@@ -77,8 +77,7 @@ pub async fn observe(
     let scaled_objects = ctx.caches.scaled_objects_in(namespace);
     let surge_active = scaler::detect(&deployment, &hpas, &scaled_objects)
         .is_ok_and(|s| SurgeState::read(s.annotations()).active());
-    let blocked =
-        matches!(pdbs.as_slice(), [p] if p.status.as_ref().map_or(0, |s| s.disruptions_allowed) == 0);
+    let blocked = eviction_autoscaler_shared::budget::blocks_eviction(&pdbs);
     let draining = ctx.draining_nodes();
 
     // Pods matter only while surged or blocked; otherwise no pod is read at all.
