@@ -84,6 +84,8 @@ pub struct Context {
     pub caches: Caches,
     /// Deployments due for evaluation.
     pub queue: WorkQueue,
+    /// PDBs due for evaluation (hand-over, PDBs of deleted Deployments).
+    pub pdb_queue: WorkQueue,
     /// Whether we hold the Lease.
     pub leader: watch::Receiver<bool>,
     /// Whether the caches have synced.
@@ -144,6 +146,7 @@ impl Context {
             metrics,
             caches,
             queue: WorkQueue::default(),
+            pdb_queue: WorkQueue::default(),
             leader,
             synced: AtomicBool::new(false),
             crd_uid: Mutex::new(None),
@@ -384,6 +387,15 @@ impl Context {
     /// Forgets a deleted EAS's last written status.
     pub fn forget_eas(&self, namespace: &str, name: &str) {
         lock(&self.status_writes).remove(&(namespace.to_owned(), name.to_owned()));
+    }
+
+    /// Schedules every cached PDB now (start, new leadership, configuration changes).
+    pub fn schedule_all_pdbs(&self) {
+        for pdb in self.caches.pdbs.state() {
+            if let (Some(namespace), Some(name)) = (&pdb.metadata.namespace, &pdb.metadata.name) {
+                self.pdb_queue.schedule_now((namespace.clone(), name.clone()));
+            }
+        }
     }
 
     /// Schedules every cached Deployment now (start, new leadership, namespace changes).

@@ -162,18 +162,13 @@ pub fn on_deployment(ctx: &Arc<Context>, event: &Event<k8s_openapi::api::apps::v
                 // Evaluated once more: an autoscaler it left surged is restored.
                 ctx.queue.schedule_now(key.clone());
                 // Its default PDB goes with it.
-                if ctx.may_write() {
-                    let ctx = ctx.clone();
-                    tokio::spawn(async move {
-                        for pdb in ctx.caches.pdbs.state() {
-                            if pdb.metadata.namespace.as_deref() == Some(key.0.as_str())
-                                && crate::pdb::is_ours(&pdb.metadata)
-                                && let Err(e) = super::pdbs::reconcile_pdb(&ctx, &pdb).await
-                            {
-                                debug!(error = %e, "PDB reconcile failed");
-                            }
-                        }
-                    });
+                for pdb in ctx.caches.pdbs.state() {
+                    if pdb.metadata.namespace.as_deref() == Some(key.0.as_str())
+                        && crate::pdb::is_ours(&pdb.metadata)
+                        && let Some(name) = pdb.metadata.name.clone()
+                    {
+                        ctx.pdb_queue.schedule_now((key.0.clone(), name));
+                    }
                 }
             }
         }
@@ -183,16 +178,11 @@ pub fn on_deployment(ctx: &Arc<Context>, event: &Event<k8s_openapi::api::apps::v
 
 /// PDB events: evaluate the Deployments it covers.
 pub fn on_pdb(ctx: &Arc<Context>, event: &Event<PodDisruptionBudget>) {
+    // Hand-over (ownedBy removed) and PDBs whose Deployment is gone.
     if let Event::Apply(pdb) = event
-        && ctx.may_write()
+        && let (Some(namespace), Some(name)) = (&pdb.metadata.namespace, &pdb.metadata.name)
     {
-        // Hand-over (ownedBy removed) and PDBs whose Deployment is gone.
-        let (ctx, pdb) = (ctx.clone(), pdb.clone());
-        tokio::spawn(async move {
-            if let Err(e) = super::pdbs::reconcile_pdb(&ctx, &pdb).await {
-                debug!(error = %e, "PDB reconcile failed");
-            }
-        });
+        ctx.pdb_queue.schedule_now((namespace.clone(), name.clone()));
     }
     if let Event::Apply(pdb) | Event::Delete(pdb) | Event::InitApply(pdb) = event {
         let namespace = pdb.metadata.namespace.clone().unwrap_or_default();

@@ -34,6 +34,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::Api;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
@@ -46,7 +47,7 @@ use self::caches::{
 use self::context::Context;
 use self::leader::{LeaseConfig, LeaseTimings};
 use self::metrics::Metrics;
-use self::queue::Key;
+use self::queue::{Key, WorkQueue};
 use crate::error::Error;
 use crate::keda::ScaledObject;
 
@@ -55,6 +56,9 @@ const KEDA_CRD: &str = "scaledobjects.keda.sh";
 
 /// Most Deployments evaluated at once.
 const MAX_CONCURRENT_EVALUATIONS: usize = 8;
+
+/// Most PDBs evaluated at once (hand-overs, PDBs of deleted Deployments).
+const MAX_CONCURRENT_PDB_EVALUATIONS: usize = 4;
 
 /// Longest one evaluation of a Deployment may take, API calls included: below the apiserver's
 /// longest admission webhook timeout (30 s), so a write held by a webhook that never answers is
@@ -265,13 +269,16 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     ctx.synced.store(true, Ordering::Release);
     readiness.set_caches_synced(true);
     info!("caches synced");
-    if ctx.may_write() {
-        pdbs::reconcile_all_pdbs(&ctx).await;
-    }
     // Every object carrying surge annotations is resumed by evaluating everything once, and
     // again whenever we become the Lease holder. Part of this task, so they end with it.
     ctx.schedule_all();
-    tokio::join!(follow_leadership(&ctx), follow_config(&ctx), work(&ctx));
+    ctx.schedule_all_pdbs();
+    tokio::join!(
+        follow_leadership(&ctx),
+        follow_config(&ctx),
+        drain(&ctx, &ctx.queue, MAX_CONCURRENT_EVALUATIONS, evaluate),
+        drain(&ctx, &ctx.pdb_queue, MAX_CONCURRENT_PDB_EVALUATIONS, evaluate_pdb),
+    );
 }
 
 /// Resumes every Deployment and PDB when we become the Lease holder; forgets what we counted
@@ -285,7 +292,7 @@ async fn follow_leadership(ctx: &Arc<Context>) {
         if leading {
             info!("became the Lease holder: resuming every Deployment");
             ctx.schedule_all();
-            pdbs::reconcile_all_pdbs(ctx).await;
+            ctx.schedule_all_pdbs();
         } else {
             ctx.forget_surges();
         }
@@ -297,23 +304,25 @@ async fn follow_config(ctx: &Arc<Context>) {
     let mut config_changes = ctx.config_changes();
     while config_changes.changed().await.is_ok() {
         info!("configuration changed: evaluating every Deployment and PDB again");
-        if ctx.may_write() {
-            ctx.schedule_all();
-            pdbs::reconcile_all_pdbs(ctx).await;
-        }
+        ctx.schedule_all();
+        ctx.schedule_all_pdbs();
     }
 }
 
-/// Evaluates Deployments as they come due. They are evaluated side by side (never one twice
-/// at once), each within EVALUATION_TIMEOUT: one slow or hung API call (a webhook that never
-/// answers on one Deployment's writes) must not hold back every other surge and revert.
-async fn work(ctx: &Arc<Context>) {
+/// Evaluates the keys of `queue` as they come due, on the Lease holder only: side by side, at
+/// most `limit` at once, never one key twice at once, each within EVALUATION_TIMEOUT — one slow
+/// or hung API call (a webhook that never answers on one Deployment's writes) must not hold
+/// back every other surge and revert.
+async fn drain<F>(ctx: &Arc<Context>, queue: &WorkQueue, limit: usize, evaluate: fn(Arc<Context>, Key) -> F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
     let mut running = tokio::task::JoinSet::new();
-    let mut in_flight = HashMap::new(); // task id -> its Deployment (at most 8: scans are cheap)
+    let mut in_flight = HashMap::new(); // task id -> its key (a handful: scans are cheap)
     let mut again = HashSet::new();
     loop {
         tokio::select! {
-            key = ctx.queue.next(), if running.len() < MAX_CONCURRENT_EVALUATIONS => {
+            key = queue.next(), if running.len() < limit => {
                 if !ctx.may_write() {
                     continue; // followers only keep caches and record signals
                 }
@@ -329,14 +338,11 @@ async fn work(ctx: &Arc<Context>) {
                 let Some(key) = in_flight.remove(&id) else { continue };
                 if done.is_err() {
                     // A panic (tokio printed it): evaluated again after a pause, not never.
-                    warn!(namespace = %key.0, deployment = %key.1, "evaluation panicked; retrying");
-                    ctx.queue.schedule(key.clone(), tokio::time::Instant::now() + MAX_BACKOFF);
+                    warn!(namespace = %key.0, name = %key.1, "evaluation panicked; retrying");
+                    queue.schedule(key.clone(), tokio::time::Instant::now() + MAX_BACKOFF);
                 }
                 if again.remove(&key) {
-                    ctx.queue.schedule_now(key);
-                }
-                if !ctx.may_write() {
-                    ctx.forget_surges(); // demoted while evaluating: what it counted is not ours
+                    queue.schedule_now(key);
                 }
             }
         }
@@ -378,6 +384,25 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
             warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
             ctx.queue.schedule(key, tokio::time::Instant::now() + backoff);
         }
+    }
+    if !ctx.may_write() {
+        ctx.forget_surges(); // demoted while evaluating: what it counted is not ours
+    }
+}
+
+/// One evaluation of PDB `key`: a default PDB handed over (`ownedBy` removed) or left by its
+/// Deployment. Failures are logged; the PDB's next event, a new Lease holder or a
+/// configuration change brings it back.
+async fn evaluate_pdb(ctx: Arc<Context>, key: Key) {
+    let Some(pdb) = ctx.caches.pdbs.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
+    let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
+    let reconcile = async { Ok(pdbs::reconcile_pdb(&ctx, &pdb).await?) };
+    match timed(&ctx, "pdb", deadline, reconcile).await {
+        Ok(()) => {}
+        Err(e) if e.is_not_leader() => {
+            ctx.pdb_queue.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
+        }
+        Err(e) => warn!(namespace = %key.0, pdb = %key.1, error = %e, "PDB reconcile failed"),
     }
 }
 

@@ -3,7 +3,6 @@
 //! paths (create at Deployment CREATE, retire on a covering user PDB) run on any replica, as
 //! ARCHITECTURE.md §2 allows (create-if-absent and preconditioned deletes are idempotent).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -379,15 +378,6 @@ async fn publish(ctx: &Context, client: &Client, events: &[PlannedEvent]) {
         let reason = planned.reason.as_str();
         if let Err(e) = ctx.recorder.publish(client, &reference, warning, reason, &planned.note).await {
             warn!(reason, error = %e, "could not publish Event");
-        }
-    }
-}
-
-/// Plans every PDB once (start, new leadership).
-pub async fn reconcile_all_pdbs(ctx: &Arc<Context>) {
-    for pdb in ctx.caches.pdbs.state() {
-        if let Err(e) = reconcile_pdb(ctx, &pdb).await {
-            warn!(pdb = ?pdb.metadata.name, error = %e, "PDB reconcile failed");
         }
     }
 }
