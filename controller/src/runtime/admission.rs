@@ -11,8 +11,7 @@ use tokio::sync::mpsc;
 use tracing::debug;
 
 use super::context::{Context, key_of};
-use super::pdbs;
-use crate::eas::pdb_covers;
+use super::{affected, pdbs};
 
 /// One admitted object.
 #[derive(Clone, Debug)]
@@ -83,13 +82,8 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
                 {
                     debug!(error = %e, "retiring a doubled default PDB failed; the reconciler will");
                 }
-                let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
-                for d in ctx.deployments_in(&namespace) {
-                    if pdb_covers(&pdb, &d)
-                        && let Some(key) = key_of(&d)
-                    {
-                        ctx.queue.schedule_now(key);
-                    }
+                for key in affected::covered_by(&pdb, &ctx.caches) {
+                    ctx.queue.schedule_now(key);
                 }
             }
         }

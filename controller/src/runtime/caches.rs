@@ -92,6 +92,15 @@ impl Caches {
             && results.5.is_ok()
     }
 
+    /// Cached Deployments in `namespace`.
+    pub fn deployments_in(&self, namespace: &str) -> Vec<Arc<Deployment>> {
+        self.deployments
+            .state()
+            .into_iter()
+            .filter(|d| d.metadata.namespace.as_deref() == Some(namespace))
+            .collect()
+    }
+
     /// ScaledObjects in `namespace` (none while KEDA is not installed).
     pub fn scaled_objects_in(&self, namespace: &str) -> Vec<ScaledObject> {
         let Ok(guard) = self.scaled_objects.read() else { return Vec::new() };

@@ -324,16 +324,6 @@ impl Context {
         pdbs
     }
 
-    /// Cached Deployments in `namespace`.
-    pub fn deployments_in(&self, namespace: &str) -> Vec<Arc<Deployment>> {
-        self.caches
-            .deployments
-            .state()
-            .into_iter()
-            .filter(|d| d.metadata.namespace.as_deref() == Some(namespace))
-            .collect()
-    }
-
     /// Whether the non-Deployment owner `(namespace, kind, name)` is to be reported: not in
     /// the last [`SKIP_REPORT_EVERY`] (so the set holds only recent owners).
     pub fn first_skip_of(&self, owner: (String, String, String)) -> bool {

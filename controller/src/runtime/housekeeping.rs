@@ -75,7 +75,7 @@ pub async fn eas_objects(
 ) -> Result<(), kube::Error> {
     let (namespace, name) = key;
     let api: Api<EvictionAutoScaler> = Api::namespaced(ctx.client.clone(), namespace);
-    let deployments = ctx.deployments_in(namespace);
+    let deployments = ctx.caches.deployments_in(namespace);
     for pdb in &observed.pdbs {
         let pdb_name = pdb.metadata.name.as_deref().unwrap_or_default();
         let protected = eas::protected_deployment(pdb, deployments.iter().map(|d| &**d));

@@ -7,6 +7,7 @@ use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain::is_draining;
 use eviction_autoscaler_shared::signal::SignalReceiver;
 use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -14,9 +15,10 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::watcher::Event;
 use tracing::{debug, info, instrument};
 
+use super::affected;
 use super::context::{Context, key_of};
 use crate::displaced::{SignaledPod, is_displaceable, owning_deployment};
-use crate::eas::{last_eviction_patch, pdb_covers};
+use crate::eas::last_eviction_patch;
 use crate::error;
 use crate::keda::ScaledObject;
 use crate::surge::events;
@@ -148,83 +150,43 @@ async fn record_on_eas(
     }
 }
 
-/// Deployment events: evaluate it (or forget it).
-pub fn on_deployment(ctx: &Arc<Context>, event: &Event<k8s_openapi::api::apps::v1::Deployment>) {
-    match event {
-        Event::Apply(d) | Event::InitApply(d) => {
-            if let Some(key) = key_of(d) {
-                ctx.queue.schedule_now(key);
-            }
-        }
-        Event::Delete(d) => {
-            if let Some(key) = key_of(d) {
-                ctx.forget(&key);
-                // Evaluated once more: an autoscaler it left surged is restored.
-                ctx.queue.schedule_now(key.clone());
-                // Its default PDB goes with it.
-                for pdb in ctx.caches.pdbs.state() {
-                    if pdb.metadata.namespace.as_deref() == Some(key.0.as_str())
-                        && crate::pdb::is_ours(&pdb.metadata)
-                        && let Some(name) = pdb.metadata.name.clone()
-                    {
-                        ctx.pdb_queue.schedule_now((key.0.clone(), name));
-                    }
-                }
-            }
-        }
-        Event::Init | Event::InitDone => {}
+/// Deployment events: what they make due ([`affected::by_deployment`]); a deleted one is
+/// forgotten.
+pub fn on_deployment(ctx: &Arc<Context>, event: &Event<Deployment>) {
+    if let Event::Delete(d) = event
+        && let Some(key) = key_of(d)
+    {
+        ctx.forget(&key);
     }
+    schedule(ctx, affected::by_deployment(event, &ctx.caches));
 }
 
-/// PDB events: evaluate the Deployments it covers.
+/// PDB events: what they make due ([`affected::by_pdb`]).
 pub fn on_pdb(ctx: &Arc<Context>, event: &Event<PodDisruptionBudget>) {
-    // Hand-over (ownedBy removed) and PDBs whose Deployment is gone.
-    if let Event::Apply(pdb) = event
-        && let (Some(namespace), Some(name)) = (&pdb.metadata.namespace, &pdb.metadata.name)
-    {
-        ctx.pdb_queue.schedule_now((namespace.clone(), name.clone()));
-    }
-    if let Event::Apply(pdb) | Event::Delete(pdb) | Event::InitApply(pdb) = event {
-        let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
-        for d in ctx.deployments_in(&namespace) {
-            if pdb_covers(pdb, &d)
-                && let Some(key) = key_of(&d)
-            {
-                ctx.queue.schedule_now(key);
-            }
-        }
-    }
+    schedule(ctx, affected::by_pdb(event, &ctx.caches));
 }
 
-/// HPA events: evaluate the Deployment it scales.
+/// HPA events: what they make due ([`affected::by_hpa`]).
 pub fn on_hpa(ctx: &Arc<Context>, event: &Event<HorizontalPodAutoscaler>) {
-    if let Event::Apply(h) | Event::Delete(h) = event
-        && let (Some(ns), Some(spec)) = (h.metadata.namespace.clone(), h.spec.as_ref())
-        && spec.scale_target_ref.kind == "Deployment"
-    {
-        ctx.queue.schedule_now((ns, spec.scale_target_ref.name.clone()));
-    }
+    schedule(ctx, affected::by_hpa(event));
 }
 
-/// ScaledObject events: evaluate the Deployment it scales.
+/// ScaledObject events: what they make due ([`affected::by_scaled_object`]).
 pub fn on_scaled_object(ctx: &Arc<Context>, event: &Event<ScaledObject>) {
-    if let Event::Apply(s) | Event::Delete(s) = event
-        && let Some(ns) = s.metadata.namespace.clone()
-    {
-        ctx.queue.schedule_now((ns, s.spec.scale_target_ref.name.clone()));
-    }
+    schedule(ctx, affected::by_scaled_object(event));
 }
 
-/// Namespace events: scope may have changed for all its Deployments.
+/// Namespace events: what they make due ([`affected::by_namespace`]).
 pub fn on_namespace(ctx: &Arc<Context>, event: &Event<Namespace>) {
-    if let Event::Apply(ns) = event
-        && let Some(name) = ns.metadata.name.as_deref()
-    {
-        for d in ctx.deployments_in(name) {
-            if let Some(key) = key_of(&d) {
-                ctx.queue.schedule_now(key);
-            }
-        }
+    schedule(ctx, affected::by_namespace(event, &ctx.caches));
+}
+
+fn schedule(ctx: &Context, due: affected::Due) {
+    for key in due.deployments {
+        ctx.queue.schedule_now(key);
+    }
+    for key in due.pdbs {
+        ctx.pdb_queue.schedule_now(key);
     }
 }
 

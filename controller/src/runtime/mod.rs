@@ -1,6 +1,7 @@
 //! The controller runtime: caches, leader election, signal intake and the evaluation loop.
 
 pub mod admission;
+pub mod affected;
 pub mod caches;
 pub mod context;
 mod housekeeping;

@@ -117,7 +117,7 @@ fn view(ctx: &Context, namespace: &str) -> View {
         .map(|p| (**p).clone())
         .collect();
     let (admitted, admitted_until) = ctx.admitted_pdbs(namespace);
-    let deployments = ctx.deployments_in(namespace).iter().map(|d| (**d).clone()).collect();
+    let deployments = ctx.caches.deployments_in(namespace).iter().map(|d| (**d).clone()).collect();
     View { namespace: ns, pdbs: with_admitted(cached, &admitted), deployments, admitted_until }
 }
 

@@ -1,0 +1,226 @@
+//! Which work an object change makes due, computed from the change and the caches alone: no
+//! writes, no memory, no I/O. Intake schedules what these return; unit tests apply objects to
+//! caches and ask.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::watcher::Event;
+
+use super::caches::Caches;
+use super::context::key_of;
+use super::queue::Key;
+use crate::eas::pdb_covers;
+use crate::keda::ScaledObject;
+
+/// Keys made due: Deployments (surge and default-PDB evaluation) and PDBs (hand-over, PDBs
+/// of deleted Deployments).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Due {
+    /// Deployments to evaluate.
+    pub deployments: Vec<Key>,
+    /// PDBs to evaluate.
+    pub pdbs: Vec<Key>,
+}
+
+/// A Deployment changed: it is due; deleted, so are the default PDBs in its namespace (its own
+/// goes with it).
+pub fn by_deployment(event: &Event<Deployment>, caches: &Caches) -> Due {
+    match event {
+        Event::Apply(d) | Event::InitApply(d) => {
+            Due { deployments: key_of(d).into_iter().collect(), pdbs: vec![] }
+        }
+        Event::Delete(d) => {
+            let Some(key) = key_of(d) else { return Due::default() };
+            let pdbs = caches
+                .pdbs
+                .state()
+                .iter()
+                .filter(|p| p.metadata.namespace.as_deref() == Some(key.0.as_str()))
+                .filter(|p| crate::pdb::is_ours(&p.metadata))
+                .filter_map(|p| pdb_key(p))
+                .collect();
+            // Evaluated once more too: an autoscaler it left surged is restored.
+            Due { deployments: vec![key], pdbs }
+        }
+        Event::Init | Event::InitDone => Due::default(),
+    }
+}
+
+/// A PDB changed: the Deployments it covers are due; changed (not at a re-list), so is the PDB
+/// itself (handed over, or its Deployment gone).
+pub fn by_pdb(event: &Event<PodDisruptionBudget>, caches: &Caches) -> Due {
+    let (pdb, itself) = match event {
+        Event::Apply(p) => (p, true),
+        Event::Delete(p) | Event::InitApply(p) => (p, false),
+        Event::Init | Event::InitDone => return Due::default(),
+    };
+    Due {
+        deployments: covered_by(pdb, caches),
+        pdbs: if itself { pdb_key(pdb).into_iter().collect() } else { vec![] },
+    }
+}
+
+/// The cached Deployments whose pods `pdb` covers.
+pub fn covered_by(pdb: &PodDisruptionBudget, caches: &Caches) -> Vec<Key> {
+    let namespace = pdb.metadata.namespace.as_deref().unwrap_or_default();
+    caches.deployments_in(namespace).iter().filter(|d| pdb_covers(pdb, d)).filter_map(|d| key_of(d)).collect()
+}
+
+/// An HPA changed or went: the Deployment it scales is due.
+pub fn by_hpa(event: &Event<HorizontalPodAutoscaler>) -> Due {
+    let target = match event {
+        Event::Apply(h) | Event::Delete(h) => h
+            .metadata
+            .namespace
+            .clone()
+            .zip(h.spec.as_ref().filter(|s| s.scale_target_ref.kind == "Deployment"))
+            .map(|(namespace, spec)| (namespace, spec.scale_target_ref.name.clone())),
+        _ => None,
+    };
+    Due { deployments: target.into_iter().collect(), pdbs: vec![] }
+}
+
+/// A ScaledObject changed or went: the Deployment it scales is due.
+pub fn by_scaled_object(event: &Event<ScaledObject>) -> Due {
+    let target = match event {
+        Event::Apply(s) | Event::Delete(s) => {
+            s.metadata.namespace.clone().map(|namespace| (namespace, s.spec.scale_target_ref.name.clone()))
+        }
+        _ => None,
+    };
+    Due { deployments: target.into_iter().collect(), pdbs: vec![] }
+}
+
+/// A Namespace changed (its annotations may change the scope): all its Deployments are due.
+pub fn by_namespace(event: &Event<Namespace>, caches: &Caches) -> Due {
+    let Event::Apply(ns) = event else { return Due::default() };
+    let Some(name) = ns.metadata.name.as_deref() else { return Due::default() };
+    Due { deployments: caches.deployments_in(name).iter().filter_map(|d| key_of(d)).collect(), pdbs: vec![] }
+}
+
+fn pdb_key(pdb: &PodDisruptionBudget) -> Option<Key> {
+    Some((pdb.metadata.namespace.clone()?, pdb.metadata.name.clone()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::autoscaling::v2::{CrossVersionObjectReference, HorizontalPodAutoscalerSpec};
+    use serde_json::json;
+
+    use super::*;
+    use crate::runtime::caches::{Writers, caches};
+
+    fn key(namespace: &str, name: &str) -> Key {
+        (namespace.to_owned(), name.to_owned())
+    }
+
+    fn deployment(namespace: &str, name: &str, app: &str) -> Deployment {
+        serde_json::from_value(json!({
+            "metadata": {"namespace": namespace, "name": name},
+            "spec": {"selector": {"matchLabels": {"app": app}},
+                     "template": {"metadata": {"labels": {"app": app}}}},
+        }))
+        .expect("a Deployment")
+    }
+
+    fn pdb(namespace: &str, name: &str, app: &str, ours: bool) -> PodDisruptionBudget {
+        let annotations = if ours { json!({"ownedBy": "EvictionAutoScaler"}) } else { json!({}) };
+        serde_json::from_value(json!({
+            "metadata": {"namespace": namespace, "name": name, "annotations": annotations},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+        }))
+        .expect("a PDB")
+    }
+
+    /// Caches holding `deployments` and `pdbs`, as the watches would have applied them.
+    fn cached(deployments: &[Deployment], pdbs: &[PodDisruptionBudget]) -> Caches {
+        let (caches, Writers { deployments: mut dw, pdbs: mut pw, .. }) = caches();
+        for d in deployments {
+            dw.apply_watcher_event(&Event::Apply(d.clone()));
+        }
+        for p in pdbs {
+            pw.apply_watcher_event(&Event::Apply(p.clone()));
+        }
+        caches
+    }
+
+    #[test]
+    fn a_deployment_is_due_when_it_changes_and_its_default_pdbs_when_it_goes() {
+        let web = deployment("shop", "web", "web");
+        let caches = cached(
+            std::slice::from_ref(&web),
+            &[
+                pdb("shop", "web-eviction-autoscaler", "web", true),
+                pdb("shop", "user", "web", false),
+                pdb("other", "x", "web", true),
+            ],
+        );
+        let changed = by_deployment(&Event::Apply(web.clone()), &caches);
+        assert_eq!(changed, Due { deployments: vec![key("shop", "web")], pdbs: vec![] });
+        let deleted = by_deployment(&Event::Delete(web), &caches);
+        assert_eq!(deleted.deployments, vec![key("shop", "web")], "evaluated once more");
+        assert_eq!(deleted.pdbs, vec![key("shop", "web-eviction-autoscaler")], "ours in its namespace only");
+        assert_eq!(by_deployment(&Event::InitDone, &caches), Due::default());
+    }
+
+    #[test]
+    fn a_pdb_makes_the_deployments_it_covers_due_and_itself_when_it_changes() {
+        let caches = cached(
+            &[
+                deployment("shop", "web", "web"),
+                deployment("shop", "api", "api"),
+                deployment("other", "web", "web"),
+            ],
+            &[],
+        );
+        let web_pdb = pdb("shop", "web-pdb", "web", false);
+        let changed = by_pdb(&Event::Apply(web_pdb.clone()), &caches);
+        assert_eq!(
+            changed,
+            Due { deployments: vec![key("shop", "web")], pdbs: vec![key("shop", "web-pdb")] }
+        );
+        let deleted = by_pdb(&Event::Delete(web_pdb.clone()), &caches);
+        assert_eq!(
+            deleted,
+            Due { deployments: vec![key("shop", "web")], pdbs: vec![] },
+            "gone: nothing to plan for it"
+        );
+        let relisted = by_pdb(&Event::InitApply(web_pdb), &caches);
+        assert_eq!(relisted.pdbs, vec![], "a re-list plans no PDB");
+    }
+
+    #[test]
+    fn autoscalers_make_their_target_due_and_namespaces_all_of_theirs() {
+        let hpa = |kind: &str| HorizontalPodAutoscaler {
+            metadata: kube::api::ObjectMeta { namespace: Some("shop".into()), ..Default::default() },
+            spec: Some(HorizontalPodAutoscalerSpec {
+                scale_target_ref: CrossVersionObjectReference {
+                    kind: kind.into(),
+                    name: "web".into(),
+                    ..Default::default()
+                },
+                max_replicas: 5,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        assert_eq!(by_hpa(&Event::Delete(hpa("Deployment"))).deployments, vec![key("shop", "web")]);
+        assert_eq!(by_hpa(&Event::Apply(hpa("StatefulSet"))), Due::default(), "only Deployments are ours");
+
+        let caches = cached(
+            &[
+                deployment("shop", "web", "web"),
+                deployment("shop", "api", "api"),
+                deployment("other", "db", "db"),
+            ],
+            &[],
+        );
+        let shop: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": "shop"}})).expect("a Namespace");
+        let mut due = by_namespace(&Event::Apply(shop), &caches).deployments;
+        due.sort();
+        assert_eq!(due, vec![key("shop", "api"), key("shop", "web")]);
+    }
+}
