@@ -403,7 +403,6 @@ mod tests {
     use super::*;
     use crate::surge::ScalerKind;
     use eviction_autoscaler_shared::keys;
-    use k8s_openapi::api::apps::v1::DeploymentSpec;
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec;
 
     fn annotated(pairs: &[(&str, &str)]) -> kube::api::ObjectMeta {
@@ -417,11 +416,7 @@ mod tests {
     }
 
     fn deployment(replicas: i32, pairs: &[(&str, &str)]) -> Fresh {
-        Fresh::Deployment(Box::new(Deployment {
-            metadata: annotated(pairs),
-            spec: Some(DeploymentSpec { replicas: Some(replicas), ..Default::default() }),
-            ..Default::default()
-        }))
+        Fresh::Deployment(Box::new(crate::fixtures::deployment("team", "web", replicas, &[], pairs)))
     }
 
     #[test]

@@ -98,30 +98,11 @@ pub fn last_eviction_patch(pod: &str, at: jiff::Timestamp) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::apps::v1::DeploymentSpec;
-    use k8s_openapi::api::core::v1::PodTemplateSpec;
     use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
     fn deployment(name: &str, app: &str) -> Deployment {
-        Deployment {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("prod".into()),
-                ..Default::default()
-            },
-            spec: Some(DeploymentSpec {
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some([("app".to_owned(), app.to_owned())].into()),
-                        ..Default::default()
-                    }),
-                    spec: None,
-                },
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        crate::fixtures::deployment("prod", name, 1, &[("app", app)], &[])
     }
 
     fn pdb(app: &str) -> PodDisruptionBudget {

@@ -10,6 +10,8 @@ pub mod cleanup;
 pub mod displaced;
 pub mod eas;
 pub mod error;
+#[cfg(test)]
+mod fixtures;
 pub mod keda;
 pub mod pdb;
 pub mod runtime;

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{Namespace, NamespaceStatus, PodTemplateSpec};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, NamespaceStatus};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference,
@@ -17,9 +17,7 @@ use super::ownership::crd_owner_reference;
 
 pub const CRD_UID: &str = "crd-uid";
 
-pub fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
-}
+pub use crate::fixtures::labels;
 
 pub fn expression(key: &str, operator: &str, values: &[&str]) -> LabelSelectorRequirement {
     LabelSelectorRequirement {
@@ -44,24 +42,7 @@ pub fn config() -> Config {
 
 /// A Deployment `name` in namespace `team` whose selector and template labels are `pairs`.
 pub fn deployment(name: &str, replicas: i32, pairs: &[(&str, &str)]) -> Deployment {
-    Deployment {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("team".into()),
-            uid: Some(format!("{name}-uid")),
-            ..ObjectMeta::default()
-        },
-        spec: Some(DeploymentSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector { match_labels: Some(labels(pairs)), match_expressions: None },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(labels(pairs)), ..ObjectMeta::default() }),
-                spec: None,
-            },
-            ..DeploymentSpec::default()
-        }),
-        status: None,
-    }
+    crate::fixtures::deployment("team", name, replicas, pairs, &[])
 }
 
 pub fn namespace(name: &str, annotations: &[(&str, &str)]) -> Namespace {

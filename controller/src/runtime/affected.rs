@@ -117,12 +117,7 @@ mod tests {
     }
 
     fn deployment(namespace: &str, name: &str, app: &str) -> Deployment {
-        serde_json::from_value(json!({
-            "metadata": {"namespace": namespace, "name": name},
-            "spec": {"selector": {"matchLabels": {"app": app}},
-                     "template": {"metadata": {"labels": {"app": app}}}},
-        }))
-        .expect("a Deployment")
+        crate::fixtures::deployment(namespace, name, 1, &[("app", app)], &[])
     }
 
     fn pdb(namespace: &str, name: &str, app: &str, ours: bool) -> PodDisruptionBudget {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use eviction_autoscaler_shared::config::{Config, SettingsArgs};
 use eviction_autoscaler_shared::keys;
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
 };
@@ -28,14 +28,7 @@ pub(crate) fn at(secs: i64) -> Timestamp {
 }
 
 fn deployment(replicas: i32, annotations: &[(&str, &str)]) -> Deployment {
-    let mut d = Deployment::default();
-    d.metadata.name = Some("web".into());
-    d.metadata.namespace = Some("prod".into());
-    d.metadata.resource_version = Some("7".into());
-    d.metadata.annotations = (!annotations.is_empty())
-        .then(|| annotations.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect());
-    d.spec = Some(DeploymentSpec { replicas: Some(replicas), ..Default::default() });
-    d
+    crate::fixtures::deployment("prod", "web", replicas, &[], annotations)
 }
 
 fn with_max_surge(mut d: Deployment, max_surge: IntOrString) -> Deployment {
