@@ -561,9 +561,12 @@ async fn least_privilege_suffices_and_a_forbidden_configuration_is_retried_with_
         binding("ClusterRoleBinding", "ClusterRole"),
     ]))
     .await;
-    eventually("the caBundle is filled once permitted", Duration::from_secs(10), || async {
-        sim.bundles().await.iter().all(|b| *b == ca).then_some(())
+    // The repair is counted once its PATCH has been answered, a moment after the apiserver
+    // stored it: wait for both.
+    eventually("the caBundle is filled once permitted, and counted", Duration::from_secs(10), || async {
+        let filled = sim.bundles().await.iter().all(|b| *b == ca);
+        (filled && replica.metrics.ca_bundle_repairs() >= 1).then_some(())
     })
     .await;
-    assert_eq!(replica.metrics.ca_bundle_repairs(), 1);
+    assert_eq!(replica.metrics.ca_bundle_repairs(), 1, "one repair");
 }
