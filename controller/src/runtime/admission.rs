@@ -70,7 +70,7 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
                     debug!(error = %e, "default PDB at admission failed; the reconciler will create it");
                 }
                 if let Some(key) = key_of(&d) {
-                    ctx.queue.schedule_now(key);
+                    ctx.queues.deployments.schedule_now(key);
                 }
             }
             Admitted::PdbWritten(pdb) => {
@@ -83,7 +83,7 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
                     debug!(error = %e, "retiring a doubled default PDB failed; the reconciler will");
                 }
                 for key in affected::covered_by(&pdb, &ctx.caches) {
-                    ctx.queue.schedule_now(key);
+                    ctx.queues.deployments.schedule_now(key);
                 }
             }
         }

@@ -65,6 +65,20 @@ pub struct Memory {
 /// A status we wrote: the cached resourceVersion it was computed from, and the status.
 type WrittenStatus = (Option<String>, EvictionAutoScalerStatus);
 
+/// The work queues, one per reconciler, each drained on the Lease holder by its own bounded
+/// loop (`runtime::drain`).
+#[derive(Debug, Default)]
+pub struct Queues {
+    /// Deployments: the surge state machine, then their default PDB.
+    pub deployments: WorkQueue,
+    /// PDBs: hand-over, the PDB of a deleted Deployment.
+    pub pdbs: WorkQueue,
+    /// Nodes that started draining, as `("", node)`: the Deployments with pods on them.
+    pub draining_nodes: WorkQueue,
+    /// EvictionAutoScalers whose `spec.lastEviction` may be a signal another replica recorded.
+    pub eas_signals: WorkQueue,
+}
+
 /// The runtime's shared state.
 pub struct Context {
     /// API client of the Lease holder: reads always; writes only through the [`WriteGate`].
@@ -82,10 +96,8 @@ pub struct Context {
     pub metrics: Metrics,
     /// Caches.
     pub caches: Caches,
-    /// Deployments due for evaluation.
-    pub queue: WorkQueue,
-    /// PDBs due for evaluation (hand-over, PDBs of deleted Deployments).
-    pub pdb_queue: WorkQueue,
+    /// What is due, one queue per reconciler.
+    pub queues: Queues,
     /// Whether we hold the Lease.
     pub leader: watch::Receiver<bool>,
     /// Whether the caches have synced.
@@ -145,8 +157,7 @@ impl Context {
             recorder,
             metrics,
             caches,
-            queue: WorkQueue::default(),
-            pdb_queue: WorkQueue::default(),
+            queues: Queues::default(),
             leader,
             synced: AtomicBool::new(false),
             crd_uid: Mutex::new(None),
@@ -383,7 +394,7 @@ impl Context {
     pub fn schedule_all_pdbs(&self) {
         for pdb in self.caches.pdbs.state() {
             if let (Some(namespace), Some(name)) = (&pdb.metadata.namespace, &pdb.metadata.name) {
-                self.pdb_queue.schedule_now((namespace.clone(), name.clone()));
+                self.queues.pdbs.schedule_now((namespace.clone(), name.clone()));
             }
         }
     }
@@ -392,7 +403,7 @@ impl Context {
     pub fn schedule_all(&self) {
         for d in self.caches.deployments.state() {
             if let Some(key) = key_of(&d) {
-                self.queue.schedule_now(key);
+                self.queues.deployments.schedule_now(key);
             }
         }
     }

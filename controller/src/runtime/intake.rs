@@ -12,11 +12,13 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 use tracing::{debug, info, instrument};
 
 use super::affected;
 use super::context::{Context, key_of};
+use super::queue::Key;
 use crate::displaced::{SignaledPod, is_displaceable, owning_deployment};
 use crate::eas::last_eviction_patch;
 use crate::error;
@@ -94,7 +96,7 @@ pub async fn handle_signal(
     if !fresh {
         return Ok(());
     }
-    ctx.queue.schedule_now(key);
+    ctx.queues.deployments.schedule_now(key);
     // Out of scope there is no EAS to record on (the PATCH would only answer 404).
     if source == Source::Webhook
         && ctx.namespace_enabled(namespace)
@@ -183,10 +185,10 @@ pub fn on_namespace(ctx: &Arc<Context>, event: &Event<Namespace>) {
 
 fn schedule(ctx: &Context, due: affected::Due) {
     for key in due.deployments {
-        ctx.queue.schedule_now(key);
+        ctx.queues.deployments.schedule_now(key);
     }
     for key in due.pdbs {
-        ctx.pdb_queue.schedule_now(key);
+        ctx.queues.pdbs.schedule_now(key);
     }
 }
 
@@ -203,12 +205,21 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
         }
         _ => return,
     };
-    let Some(namespace) = eas.metadata.namespace.clone() else { return };
-    ctx.queue.schedule_now((namespace.clone(), eas.spec.target_name.clone()));
-    // Only the holder acts on signals; followers wrote them here in the first place.
-    if !ctx.may_write() {
+    let (Some(namespace), Some(name)) = (eas.metadata.namespace.clone(), eas.metadata.name.clone()) else {
         return;
+    };
+    ctx.queues.deployments.schedule_now((namespace.clone(), eas.spec.target_name.clone()));
+    if eas.spec.last_eviction.is_some() {
+        ctx.queues.eas_signals.schedule_now((namespace, name));
     }
+}
+
+/// The `spec.lastEviction` of EvictionAutoScaler `key` (as cached now), if it is a signal this
+/// replica has not seen: recorded and its Deployment made due, as a webhook signal would be.
+/// Only the holder runs it; followers wrote these in the first place.
+pub async fn eas_signal(ctx: Arc<Context>, key: Key) {
+    let Some(eas) = ctx.caches.eas.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
+    let namespace = key.0;
     let Some(last) = eas.spec.last_eviction.clone() else { return };
     let Some(at) = last.eviction_time.map(|t| t.0) else { return };
     let key = (namespace.clone(), eas.spec.target_name.clone());
@@ -223,12 +234,9 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
     if Timestamp::now().duration_since(at) > window || last.pod_name.is_empty() {
         return;
     }
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        if let Err(e) = handle_signal(&ctx, &namespace, &last.pod_name, at, Source::Eas).await {
-            debug!(error = %e, "EAS lastEviction signal not processed");
-        }
-    });
+    if let Err(e) = handle_signal(&ctx, &namespace, &last.pod_name, at, Source::Eas).await {
+        debug!(error = %e, "EAS lastEviction signal not processed");
+    }
 }
 
 /// Node events: track draining nodes; on the drain edge evaluate the Deployments with pods
@@ -249,24 +257,25 @@ pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
     }
     info!(node = %name, draining, "node drain state changed");
     for key in ctx.surged_keys() {
-        ctx.queue.schedule_now(key);
+        ctx.queues.deployments.schedule_now(key);
     }
-    if !draining || !ctx.may_write() {
-        return;
+    if draining {
+        ctx.queues.draining_nodes.schedule_now((String::new(), name));
     }
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        match ctx.pods_on_node(&name).await {
-            Ok(pods) => {
-                for pod in pods.iter() {
-                    if let (Some(ns), Some(deployment)) =
-                        (pod.metadata.namespace.clone(), owning_deployment(pod))
-                    {
-                        ctx.queue.schedule_now((ns, deployment));
-                    }
+}
+
+/// A node started draining (`key` is `("", node)`): the Deployments with pods on it are due,
+/// since their PDB-blocked pods count as displaced before any eviction.
+pub async fn pods_on_draining_node(ctx: Arc<Context>, key: Key) {
+    match ctx.pods_on_node(&key.1).await {
+        Ok(pods) => {
+            for pod in pods.iter() {
+                if let (Some(ns), Some(deployment)) = (pod.metadata.namespace.clone(), owning_deployment(pod))
+                {
+                    ctx.queues.deployments.schedule_now((ns, deployment));
                 }
             }
-            Err(e) => debug!(node = %name, error = %e, "could not list pods on the draining node"),
         }
-    });
+        Err(e) => debug!(node = %key.1, error = %e, "could not list pods on the draining node"),
+    }
 }

@@ -277,8 +277,10 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     tokio::join!(
         follow_leadership(&ctx),
         follow_config(&ctx),
-        drain(&ctx, &ctx.queue, MAX_CONCURRENT_EVALUATIONS, evaluate),
-        drain(&ctx, &ctx.pdb_queue, MAX_CONCURRENT_PDB_EVALUATIONS, evaluate_pdb),
+        drain(&ctx, &ctx.queues.deployments, MAX_CONCURRENT_EVALUATIONS, evaluate),
+        drain(&ctx, &ctx.queues.pdbs, MAX_CONCURRENT_PDB_EVALUATIONS, evaluate_pdb),
+        drain(&ctx, &ctx.queues.draining_nodes, 2, intake::pods_on_draining_node),
+        drain(&ctx, &ctx.queues.eas_signals, 2, intake::eas_signal),
     );
 }
 
@@ -367,14 +369,14 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
         Ok(next) => {
             ctx.reset_failures(&key);
             if let Some(at) = next {
-                ctx.queue.schedule(key, instant_at(at));
+                ctx.queues.deployments.schedule(key, instant_at(at));
             }
         }
         // The gate closed: demoted (the loop then drops the key, the new holder evaluates it),
         // or a Lease renewal running late that may still succeed. Nothing was sent; try soon.
         Err(e) if e.is_not_leader() => {
             debug!(namespace = %key.0, deployment = %key.1, "{e}");
-            ctx.queue.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
+            ctx.queues.deployments.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
         }
         Err(e) => {
             let failures = ctx.with_memory(&key, |m| {
@@ -383,7 +385,7 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
             });
             let backoff = Duration::from_secs(1_u64 << failures.min(9)).min(MAX_BACKOFF);
             warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
-            ctx.queue.schedule(key, tokio::time::Instant::now() + backoff);
+            ctx.queues.deployments.schedule(key, tokio::time::Instant::now() + backoff);
         }
     }
     if !ctx.may_write() {
@@ -401,7 +403,7 @@ async fn evaluate_pdb(ctx: Arc<Context>, key: Key) {
     match timed(&ctx, "pdb", deadline, reconcile).await {
         Ok(()) => {}
         Err(e) if e.is_not_leader() => {
-            ctx.pdb_queue.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
+            ctx.queues.pdbs.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
         }
         Err(e) => warn!(namespace = %key.0, pdb = %key.1, error = %e, "PDB reconcile failed"),
     }

@@ -57,7 +57,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
             Ok(()) => record_action(ctx, key, &plan),
             Err(e) if error::is_conflict(&e) => {
                 debug!("conflict on write; re-reading");
-                ctx.queue.schedule_now(key.clone());
+                ctx.queues.deployments.schedule_now(key.clone());
                 return Ok(None);
             }
             Err(e) if error::is_forbidden(&e) => {
@@ -80,7 +80,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
                     .unwrap_or(Timestamp::MAX);
                 ctx.with_memory(key, |m| m.forbidden = Some((message, until)));
                 // Evaluate again now to record SurgeForbidden; no write happens until `until`.
-                ctx.queue.schedule_now(key.clone());
+                ctx.queues.deployments.schedule_now(key.clone());
                 return Ok(Some(until));
             }
             Err(e) if error::is_not_found(&e) => return Ok(None),
@@ -123,7 +123,7 @@ fn record_overdue(ctx: &Context, key: &Key, observed: &Observed, plan: &Plan, no
         observed.last_signal.filter(|_| surge_up).and_then(|signal| signal.checked_add(limit).ok());
     let overdue = overdue_at.is_some_and(|at| now > at);
     if let Some(at) = overdue_at.filter(|_| !overdue) {
-        ctx.queue.schedule(
+        ctx.queues.deployments.schedule(
             key.clone(),
             super::instant_at(at.checked_add(SignedDuration::from_secs(1)).unwrap_or(at)),
         );
