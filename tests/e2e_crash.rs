@@ -16,6 +16,20 @@ const SURGE_KEYS: [&str; 2] =
     ["evictionSurgeReplicas", "eviction-autoscaler.azure.com/original-min-replicas"];
 const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
 
+/// Starts the product, waits until it holds the Lease, then starts a second replica named
+/// `second`: the holder's identity and the second replica.
+async fn holder_and_second(env: &mut Env, second: &str, flags: &[&str]) -> (String, support::Product) {
+    env.start_product(flags).await;
+    let holder = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
+        let holder = env.lease_holder();
+        async move { holder }
+    })
+    .await;
+    let replica = env.start_extra_product(second, flags).await;
+    assert!(!holder.starts_with(&format!("{second}_")), "the first process holds the Lease: {holder}");
+    (holder, replica)
+}
+
 /// One replica behind `minAvailable: 1` in namespace `demo`, Ready; returns its node.
 async fn one_protected_replica(env: &Env) -> String {
     env.apply(&namespace("demo", &[])).await;
@@ -121,14 +135,7 @@ async fn sigkill_after_the_drain_before_the_revert_the_fresh_process_reverts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_standby_takes_the_lease_from_a_killed_holder_and_reverts() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
-    env.start_product(&FLAGS).await;
-    let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
-        let holder = env.lease_holder();
-        async move { holder }
-    })
-    .await;
-    let standby = env.start_extra_product("standby", &FLAGS).await;
-    assert!(!first.starts_with("standby_"), "the first process holds the Lease: {first}");
+    let (_, standby) = holder_and_second(&mut env, "standby", &FLAGS).await;
     let node = one_protected_replica(&env).await;
     let history = env.record_deployment("demo", "web");
 
@@ -163,13 +170,7 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
     let flags =
         ["--actioned-namespaces=demo", "--cooldown=10s", "--signal-window=10s", "--surge-trigger=any"];
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
-    env.start_product(&flags).await;
-    let holder = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
-        let holder = env.lease_holder();
-        async move { holder }
-    })
-    .await;
-    let follower = env.start_extra_product("follower", &flags).await;
+    let (holder, follower) = holder_and_second(&mut env, "follower", &flags).await;
     env.route_webhook_to(follower.webhook_addr).await;
     one_protected_replica(&env).await;
     // A follower hands its signals over on the EvictionAutoScaler, which the holder creates once
@@ -222,13 +223,7 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_holder_that_wakes_after_losing_the_lease_writes_nothing() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
-    env.start_product(&FLAGS).await;
-    let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
-        let holder = env.lease_holder();
-        async move { holder }
-    })
-    .await;
-    let standby = env.start_extra_product("standby", &FLAGS).await;
+    let (first, standby) = holder_and_second(&mut env, "standby", &FLAGS).await;
     let node = one_protected_replica(&env).await;
 
     let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=120s"]);
@@ -337,14 +332,7 @@ impl Write {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_hand_over_leaves_no_holder_write_outside_its_lease() {
     let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
-    env.start_product(&FLAGS).await;
-    let first = wait_for("the first process to hold the Lease", Duration::from_secs(30), || {
-        let holder = env.lease_holder();
-        async move { holder }
-    })
-    .await;
-    let standby = env.start_extra_product("standby", &FLAGS).await;
-    assert!(!first.starts_with("standby_"), "the first process holds the Lease: {first}");
+    let (_, standby) = holder_and_second(&mut env, "standby", &FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     // Eleven Deployments with their only pod on node-1, behind PDBs allowing no disruption;
     // every update of `slow` waits 3 s in a webhook that never answers, then lands.
