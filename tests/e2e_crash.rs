@@ -52,17 +52,28 @@ async fn wait_surged(env: &Env) {
     }
 }
 
-/// Waits for the Deployment to be back at 1 replica with no surge annotations.
+/// Whether Deployment `demo/name` is back at 1 replica with no surge annotations.
+fn reverted(env: &Env, name: &str) -> bool {
+    env.deployment_now("demo", name).is_some_and(|d| {
+        let annotations = d["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
+        d["spec"]["replicas"] == 1 && SURGE_KEYS.iter().all(|k| !annotations.contains_key(*k))
+    })
+}
+
+/// Waits for `web` to be reverted.
 async fn wait_reverted(env: &Env, what: &str) {
     wait_for(what, Duration::from_secs(60), || {
-        let d = env.deployment_now("demo", "web");
-        async move {
-            d.filter(|d| {
-                let annotations = d["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
-                d["spec"]["replicas"] == 1 && SURGE_KEYS.iter().all(|k| !annotations.contains_key(*k))
-            })
-            .map(|_| ())
-        }
+        let done = reverted(env, "web");
+        async move { done.then_some(()) }
+    })
+    .await;
+}
+
+/// Waits for the standby replica to hold the Lease.
+async fn wait_standby_holds(env: &Env) {
+    wait_for("the standby to hold the Lease", Duration::from_secs(60), || {
+        let holder = env.lease_holder();
+        async move { holder.filter(|h| h.starts_with("standby_")) }
     })
     .await;
 }
@@ -146,11 +157,7 @@ async fn the_standby_takes_the_lease_from_a_killed_holder_and_reverts() {
 
     let (ok, output) = drain.finish().await;
     assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
-    wait_for("the standby to hold the Lease", Duration::from_secs(60), || {
-        let holder = env.lease_holder();
-        async move { holder.filter(|h| h.starts_with("standby_")) }
-    })
-    .await;
+    wait_standby_holds(&env).await;
     wait_reverted(&env, "the standby to revert to 1 replica").await;
 
     let states = history.states();
@@ -233,11 +240,7 @@ async fn a_frozen_holder_that_wakes_after_losing_the_lease_writes_nothing() {
     env.route_webhook_to(standby.webhook_addr).await;
     let (ok, output) = drain.finish().await;
     assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
-    wait_for("the standby to hold the Lease", Duration::from_secs(60), || {
-        let holder = env.lease_holder();
-        async move { holder.filter(|h| h.starts_with("standby_")) }
-    })
-    .await;
+    wait_standby_holds(&env).await;
     wait_reverted(&env, "the standby to revert to 1 replica").await;
     let writes_before = scale_write_seqs(&env);
 
@@ -378,19 +381,10 @@ async fn a_sigterm_hand_over_leaves_no_holder_write_outside_its_lease() {
 
     let (ok, output) = drain.finish().await;
     assert!(ok, "drain failed: {output}\n--- standby log ---\n{}", standby.log());
-    wait_for("the standby to hold the Lease", Duration::from_secs(60), || {
-        let holder = env.lease_holder();
-        async move { holder.filter(|h| h.starts_with("standby_")) }
-    })
-    .await;
+    wait_standby_holds(&env).await;
     wait_for("every Deployment back at 1 replica without surge annotations", Duration::from_secs(90), || {
-        let reverted = names.iter().all(|n| {
-            env.deployment_now("demo", n).is_some_and(|d| {
-                let annotations = d["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
-                d["spec"]["replicas"] == 1 && SURGE_KEYS.iter().all(|k| !annotations.contains_key(*k))
-            })
-        });
-        async move { reverted.then_some(()) }
+        let done = names.iter().all(|n| reverted(&env, n));
+        async move { done.then_some(()) }
     })
     .await;
 
