@@ -106,6 +106,15 @@ async fn start_elected(sim: &Sim, identity: &str) -> common::Running {
     start_custom(sim, elected(), |c| c.with_identity(identity).with_lease_timings(timings)).await
 }
 
+/// Waits until `who` holds the Lease.
+async fn wait_holder(leases: &Api<Lease>, who: &str) {
+    eventually(&format!("{who} to hold the Lease"), WAIT, || async {
+        let holder = leases.get("eviction-autoscaler").await.ok()?.spec?.holder_identity?;
+        (holder == who).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn the_follower_takes_over_a_surge_and_reverts_it() {
     let sim = Sim::start().await;
@@ -113,11 +122,7 @@ async fn the_follower_takes_over_a_surge_and_reverts_it() {
     let client = sim.client().await;
     let first = start_elected(&sim, "first").await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
-    eventually("first holds the lease", WAIT, || async {
-        let holder = leases.get("eviction-autoscaler").await.ok()?.spec?.holder_identity?;
-        (holder == "first").then_some(())
-    })
-    .await;
+    wait_holder(&leases, "first").await;
     let second = start_elected(&sim, "second").await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
     eventually("surged by the holder", WAIT, || async {
@@ -125,11 +130,7 @@ async fn the_follower_takes_over_a_surge_and_reverts_it() {
     })
     .await;
     first.stop().await;
-    eventually("second takes over", WAIT, || async {
-        let holder = leases.get("eviction-autoscaler").await.ok()?.spec?.holder_identity?;
-        (holder == "second").then_some(())
-    })
-    .await;
+    wait_holder(&leases, "second").await;
     finish_drain(&client).await;
     eventually("the new holder reverts", WAIT, || async {
         deployments.get("web").await.ok().filter(|d| {
