@@ -4,8 +4,9 @@
 //! holder writes workloads; followers keep their caches warm and take over when the Lease
 //! expires. The holder's writes pass a [`WriteGate`] open only while the Lease is surely ours;
 //! on demotion and on shutdown the gate is closed, and the writes in flight awaited, before
-//! anything else — so no write of ours lands after the Lease is released or taken over. The
-//! Lease is released on shutdown so a successor need not wait it out.
+//! anything else — so no write of ours starts once the Lease may be someone else's, and none
+//! is still on its way when we release it. The Lease is released on shutdown so a successor
+//! need not wait it out.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -15,11 +16,11 @@ use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
-
-use super::write::WriteGate;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
+
+use super::write::WriteGate;
 
 /// Lease timings (client-go's defaults are 15 s / 10 s / 2 s).
 #[derive(Clone, Copy, Debug)]
