@@ -25,7 +25,7 @@ use crate::pdb::plan_cleanup;
 use crate::pdb::{
     CleanupPlan, EasToRemove, HandOverPdb, OwnedPdb, SurgeCandidate, SurgeToRevert, SurgedKind,
 };
-use crate::runtime::reconcile::write_patch;
+use crate::runtime::surge::write_patch;
 use crate::surge::Write;
 use crate::surge::scaler::Scaler;
 use crate::surge::state::{SurgeState, clear_edits};

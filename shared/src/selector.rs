@@ -93,6 +93,25 @@ pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> R
     Ok(true)
 }
 
+/// `selector` in the API's `labelSelector` query syntax (`app=web,tier in (a,b),!canary`); the
+/// empty selector is the empty string, which selects everything.
+pub fn query(selector: &LabelSelector) -> Result<String, SelectorError> {
+    let mut parts: Vec<String> =
+        selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
+    let requirements = selector.match_expressions.as_deref().unwrap_or_default();
+    for (index, requirement) in requirements.iter().enumerate() {
+        let key = &requirement.key;
+        let values = || requirement.values.iter().flatten().cloned().collect::<Vec<_>>().join(",");
+        parts.push(match operator_of(index, requirement)? {
+            Operator::In => format!("{key} in ({})", values()),
+            Operator::NotIn => format!("{key} notin ({})", values()),
+            Operator::Exists => key.clone(),
+            Operator::DoesNotExist => format!("!{key}"),
+        });
+    }
+    Ok(parts.join(","))
+}
+
 /// Does a PDB with `pdb_selector` cover pods made from a template with `template_labels`?
 /// A null selector selects nothing (policy/v1); absent labels are an empty set.
 pub fn pdb_covers_template(
@@ -322,5 +341,22 @@ mod tests {
             let bare = |op: &str| matches(&selector(&[], vec![expression("k", op, None)]), set);
             assert_eq!(bare("DoesNotExist").map(|m| !m), bare("Exists"), "{set:?}");
         }
+    }
+
+    #[test]
+    fn query_is_the_api_syntax_and_refuses_what_matching_refuses() {
+        let full = selector(
+            &[("app", "web")],
+            vec![
+                expression("tier", "In", Some(&["a", "b"])),
+                expression("env", "NotIn", Some(&["dev"])),
+                expression("team", "Exists", None),
+                expression("canary", "DoesNotExist", None),
+            ],
+        );
+        assert_eq!(query(&full).unwrap(), "app=web,tier in (a,b),env notin (dev),team,!canary");
+        assert_eq!(query(&LabelSelector::default()).unwrap(), "", "the empty selector selects all");
+        let unknown = selector(&[], vec![expression("x", "Near", None)]);
+        assert!(query(&unknown).is_err(), "never turned into another operator");
     }
 }

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tracing::debug;
 
 use super::context::{Context, key_of};
-use super::{affected, pdbs};
+use super::{affected, pdb};
 
 /// One admitted object.
 #[derive(Clone, Debug)]
@@ -64,8 +64,8 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
             Admitted::DeploymentCreated(d) => {
                 // Any replica: the PDB should exist before the Deployment's pods do.
                 if ctx.config().controller_enabled
-                    && let Some(uid) = ctx.crd_uid()
-                    && let Err(e) = pdbs::admitted_deployment(&ctx, &d, &uid).await
+                    && let Some(uid) = ctx.default_pdbs.crd_uid()
+                    && let Err(e) = pdb::admitted_deployment(&ctx, &d, &uid).await
                 {
                     debug!(error = %e, "default PDB at admission failed; the reconciler will create it");
                 }
@@ -75,10 +75,10 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
             }
             Admitted::PdbWritten(pdb) => {
                 if !crate::pdb::is_ours(&pdb.metadata) && pdb.metadata.namespace.is_some() {
-                    ctx.remember_admitted_pdb((*pdb).clone());
+                    ctx.default_pdbs.remember_admitted((*pdb).clone());
                 }
                 if ctx.config().controller_enabled
-                    && let Err(e) = pdbs::admitted_pdb(&ctx, &pdb).await
+                    && let Err(e) = pdb::admitted_pdb(&ctx, &pdb).await
                 {
                     debug!(error = %e, "retiring a doubled default PDB failed; the reconciler will");
                 }

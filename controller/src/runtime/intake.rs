@@ -81,20 +81,10 @@ pub async fn handle_signal(
         ctx.metrics.blocked_evictions.inc();
     }
     let on_draining_node =
-        pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.is_draining(n));
-    let fresh = ctx.with_memory(&key, |m| {
-        if m.signals.iter().any(|s| s.pod == pod_name && s.at.as_second() == at.as_second()) {
-            return false;
-        }
-        m.signals.push(SignaledPod { pod: pod_name.to_owned(), at, on_draining_node, displaceable });
-        m.new_signal = true;
-        if blocked && displaceable && m.first_blocked_signal.is_none() {
-            m.first_blocked_signal = Some(tokio::time::Instant::now());
-        }
-        true
-    });
-    if !fresh {
-        return Ok(());
+        pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.nodes.contains(n));
+    let signal = SignaledPod { pod: pod_name.to_owned(), at, on_draining_node, displaceable };
+    if !ctx.surges.record_signal(&key, signal, blocked) {
+        return Ok(()); // known already
     }
     ctx.queues.deployments.schedule_now(key);
     // Out of scope there is no EAS to record on (the PATCH would only answer 404).
@@ -114,7 +104,7 @@ async fn report_skipped_owner(ctx: &Context, pod: &Pod) {
         return; // a bare pod: nothing to scale, nothing to say
     };
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-    if !ctx.may_write() || !ctx.first_skip_of((namespace, owner.kind.clone(), owner.name.clone())) {
+    if !ctx.may_write() || !ctx.skipped_owners.first((namespace, owner.kind.clone(), owner.name.clone())) {
         return;
     }
     let note = format!(
@@ -136,7 +126,7 @@ async fn record_on_eas(
     pod: &str,
     at: Timestamp,
 ) -> Result<(), kube::Error> {
-    if !ctx.take_eas_write_slot(namespace, eas) {
+    if !ctx.eas_writes.first((namespace.to_owned(), eas.to_owned())) {
         return Ok(());
     }
     let api: Api<EvictionAutoScaler> = Api::namespaced(ctx.any_replica.clone(), namespace);
@@ -199,7 +189,7 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
         Event::Apply(eas) => eas,
         Event::Delete(eas) => {
             if let (Some(namespace), Some(name)) = (&eas.metadata.namespace, &eas.metadata.name) {
-                ctx.forget_eas(namespace, name);
+                ctx.statuses.forget(namespace, name);
             }
             return;
         }
@@ -223,10 +213,7 @@ pub async fn eas_signal(ctx: Arc<Context>, key: Key) {
     let Some(last) = eas.spec.last_eviction.clone() else { return };
     let Some(at) = last.eviction_time.map(|t| t.0) else { return };
     let key = (namespace.clone(), eas.spec.target_name.clone());
-    let known = ctx.with_memory(&key, |m| {
-        m.signals.iter().any(|s| s.pod == last.pod_name && s.at.as_second() == at.as_second())
-    });
-    if known {
+    if ctx.surges.knows_signal(&key, &last.pod_name, at) {
         return; // our own record, or a status write echoing it
     }
     let window =
@@ -251,12 +238,12 @@ pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
         Event::Init | Event::InitDone => return,
     };
     let Some(name) = name else { return };
-    let was = ctx.set_draining(&name, draining);
+    let was = ctx.nodes.set(&name, draining);
     if was == draining {
         return;
     }
     info!(node = %name, draining, "node drain state changed");
-    for key in ctx.surged_keys() {
+    for key in ctx.surges.surged_keys() {
         ctx.queues.deployments.schedule_now(key);
     }
     if draining {
@@ -267,7 +254,7 @@ pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
 /// A node started draining (`key` is `("", node)`): the Deployments with pods on it are due,
 /// since their PDB-blocked pods count as displaced before any eviction.
 pub async fn pods_on_draining_node(ctx: Arc<Context>, key: Key) {
-    match ctx.pods_on_node(&key.1).await {
+    match ctx.nodes.pods_on(&ctx.client, &key.1).await {
         Ok(pods) => {
             for pod in pods.iter() {
                 if let (Some(ns), Some(deployment)) = (pod.metadata.namespace.clone(), owning_deployment(pod))

@@ -4,21 +4,21 @@ pub mod admission;
 pub mod affected;
 pub mod caches;
 pub mod context;
-mod housekeeping;
 pub mod intake;
 pub mod leader;
 pub mod metrics;
-mod observe;
-pub mod pdbs;
+mod nodes;
+mod pdb;
 pub mod queue;
-pub mod reconcile;
+mod recent;
 pub mod recorder;
+pub mod surge;
 pub mod write;
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use eviction_autoscaler_shared::config::Config;
@@ -77,6 +77,12 @@ const GATE_CLOSED_RETRY: Duration = Duration::from_secs(1);
 
 /// Longest back-off between failed evaluations of one Deployment.
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// Locks one of the runtime's memories. A panic while holding the lock leaves plain data
+/// behind; keep going.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A controller ready to run: metrics registered, admission queue created.
 pub struct Controller {
@@ -266,7 +272,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     if !ctx.caches.wait_until_ready().await {
         return;
     }
-    ctx.set_crd_uid(pdbs::crd_uid(&ctx).await);
+    ctx.default_pdbs.set_crd_uid(pdb::crd_uid(&ctx).await);
     ctx.synced.store(true, Ordering::Release);
     readiness.set_caches_synced(true);
     info!("caches synced");
@@ -357,17 +363,17 @@ where
 async fn evaluate(ctx: Arc<Context>, key: Key) {
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
     let result = async {
-        let next = timed(&ctx, "surge", deadline, reconcile::reconcile(&ctx, &key)).await?;
-        if let Some(uid) = ctx.crd_uid() {
-            let pdb = async { Ok(pdbs::reconcile_deployment(&ctx, &key, &uid).await?) };
-            timed(&ctx, "pdb", deadline, pdb).await?;
+        let next = timed(&ctx, "surge", deadline, surge::reconcile(&ctx, &key)).await?;
+        if let Some(uid) = ctx.default_pdbs.crd_uid() {
+            let default_pdb = async { Ok(pdb::reconcile_deployment(&ctx, &key, &uid).await?) };
+            timed(&ctx, "pdb", deadline, default_pdb).await?;
         }
         Ok::<_, Error>(next)
     }
     .await;
     match result {
         Ok(next) => {
-            ctx.reset_failures(&key);
+            ctx.queues.deployments.succeeded(&key);
             if let Some(at) = next {
                 ctx.queues.deployments.schedule(key, instant_at(at));
             }
@@ -379,13 +385,8 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
             ctx.queues.deployments.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
         }
         Err(e) => {
-            let failures = ctx.with_memory(&key, |m| {
-                m.failures = m.failures.saturating_add(1);
-                m.failures
-            });
-            let backoff = Duration::from_secs(1_u64 << failures.min(9)).min(MAX_BACKOFF);
+            let backoff = ctx.queues.deployments.retry(key.clone());
             warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
-            ctx.queues.deployments.schedule(key, tokio::time::Instant::now() + backoff);
         }
     }
     if !ctx.may_write() {
@@ -397,9 +398,9 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
 /// Deployment. Failures are logged; the PDB's next event, a new Lease holder or a
 /// configuration change brings it back.
 async fn evaluate_pdb(ctx: Arc<Context>, key: Key) {
-    let Some(pdb) = ctx.caches.pdbs.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
+    let Some(cached) = ctx.caches.pdbs.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
-    let reconcile = async { Ok(pdbs::reconcile_pdb(&ctx, &pdb).await?) };
+    let reconcile = async { Ok(pdb::reconcile_pdb(&ctx, &cached).await?) };
     match timed(&ctx, "pdb", deadline, reconcile).await {
         Ok(()) => {}
         Err(e) if e.is_not_leader() => {
@@ -436,7 +437,7 @@ pub(super) fn instant_at(at: Timestamp) -> tokio::time::Instant {
 /// is the owner.
 async fn watch_own_crd(ctx: Arc<Context>) {
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", pdbs::EAS_CRD));
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", pdb::EAS_CRD));
     let mut stream = std::pin::pin!(watcher(crds, config).default_backoff());
     // A re-list reports what exists, not what was deleted meanwhile.
     let mut listed = false;
@@ -444,7 +445,7 @@ async fn watch_own_crd(ctx: Arc<Context>) {
         let uid = match event {
             Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => {
                 listed = true;
-                pdbs::live_uid(&crd)
+                pdb::live_uid(&crd)
             }
             Ok(watcher::Event::Init) => {
                 listed = false;
@@ -454,14 +455,14 @@ async fn watch_own_crd(ctx: Arc<Context>) {
             Ok(watcher::Event::Delete(_) | watcher::Event::InitDone) => None,
             Err(_) => continue,
         };
-        if ctx.crd_uid() == uid {
+        if ctx.default_pdbs.crd_uid() == uid {
             continue;
         }
         match &uid {
             Some(uid) => info!(%uid, "the EvictionAutoScaler CRD is installed: it owns the default PDBs"),
             None => warn!("the EvictionAutoScaler CRD is gone: no default PDB is created until it is back"),
         }
-        ctx.set_crd_uid(uid);
+        ctx.default_pdbs.set_crd_uid(uid);
         ctx.schedule_all();
     }
 }

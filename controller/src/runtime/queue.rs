@@ -1,11 +1,15 @@
-//! A keyed timer queue: each Deployment is due at most once, at its earliest requested time.
-//! Watch events schedule "now"; plans schedule their `next_check`. One consumer.
+//! A keyed timer queue: each key is due at most once, at its earliest requested time. Watch
+//! events schedule "now"; plans schedule their `next_check`; failed evaluations are retried
+//! with back-off. One consumer.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use super::{MAX_BACKOFF, lock};
 
 /// A Deployment, as `(namespace, name)`.
 pub type Key = (String, String);
@@ -14,18 +18,15 @@ pub type Key = (String, String);
 #[derive(Debug, Default)]
 pub struct WorkQueue {
     due: Mutex<HashMap<Key, Instant>>,
+    /// Consecutive failed evaluations per key (back-off).
+    failures: Mutex<HashMap<Key, u32>>,
     notify: Notify,
 }
 
 impl WorkQueue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Instant>> {
-        // Plain data: a panic elsewhere while holding the lock cannot leave it inconsistent.
-        self.due.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Makes `key` due at `at`, unless it is already due earlier.
     pub fn schedule(&self, key: Key, at: Instant) {
-        let mut due = self.lock();
+        let mut due = lock(&self.due);
         let entry = due.entry(key).or_insert(at);
         if at < *entry {
             *entry = at;
@@ -39,9 +40,28 @@ impl WorkQueue {
         self.schedule(key, Instant::now());
     }
 
+    /// Schedules `key` again after a failed evaluation: after 2 s, 4 s … up to
+    /// [`MAX_BACKOFF`] as failures repeat. Returns the wait.
+    pub fn retry(&self, key: Key) -> Duration {
+        let failures = {
+            let mut failures = lock(&self.failures);
+            let count = failures.entry(key.clone()).or_default();
+            *count = count.saturating_add(1);
+            *count
+        };
+        let backoff = Duration::from_secs(1_u64 << failures.min(9)).min(MAX_BACKOFF);
+        self.schedule(key, Instant::now() + backoff);
+        backoff
+    }
+
+    /// `key` was evaluated without failure: its next failure waits the shortest time again.
+    pub fn succeeded(&self, key: &Key) {
+        lock(&self.failures).remove(key);
+    }
+
     /// Number of keys waiting.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        lock(&self.due).len()
     }
 
     /// Whether nothing is waiting.
@@ -53,7 +73,7 @@ impl WorkQueue {
     pub async fn next(&self) -> Key {
         loop {
             let earliest = {
-                let mut due = self.lock();
+                let mut due = lock(&self.due);
                 let now = Instant::now();
                 let ready = due.iter().filter(|(_, at)| **at <= now).map(|(k, _)| k.clone()).next();
                 if let Some(key) = ready {
@@ -102,5 +122,18 @@ mod tests {
                 && Instant::now() < start + Duration::from_secs(60)
         );
         assert!(q.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_back_off_until_one_evaluation_succeeds() {
+        let q = WorkQueue::default();
+        let waits: Vec<u64> = (0..10).map(|_| q.retry(key("a")).as_secs()).collect();
+        assert_eq!(waits, [2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        assert_eq!(WorkQueue::default().retry(key("b")).as_secs(), 2, "keys back off independently");
+        q.succeeded(&key("a"));
+        assert_eq!(q.retry(key("a")).as_secs(), 2, "a success starts over");
+        let start = Instant::now();
+        assert_eq!(q.next().await, key("a"));
+        assert_eq!(Instant::now() - start, Duration::from_secs(2), "retried after its wait");
     }
 }

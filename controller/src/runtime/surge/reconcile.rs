@@ -11,12 +11,14 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use tracing::{debug, info, instrument, warn};
 
-use super::context::Context;
-use super::housekeeping;
-use super::observe::{observe, read_pdbs};
-use super::queue::Key;
+use super::eas_sync;
+use super::memory::Evaluated;
+use super::observe::{observe, read_pdbs, signal_horizon};
 use crate::error::{self, Error};
 use crate::keda::ScaledObject;
+use crate::runtime::context::Context;
+use crate::runtime::instant_at;
+use crate::runtime::queue::Key;
 use crate::surge::scaler::hpa_targets_deployment;
 use crate::surge::{self, Observed, Outcome, Plan, PlannedEvent, ScalerKind, Write};
 
@@ -33,17 +35,18 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     };
     let now = Timestamp::now();
     let pdbs = ctx.covering_pdbs(&cached);
-    let mut observed = observe(ctx, key, (*cached).clone(), pdbs.clone(), now).await?;
+    let (mut observed, mut recalled) = observe(ctx, key, (*cached).clone(), pdbs.clone(), now).await?;
+    if let Some(at) = recalled.resumed_at {
+        ctx.surges.resumed(key, at);
+    }
     let mut plan = surge::plan(&observed, &ctx.config(), now);
     if matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged) {
         // Surging rests on pods listed up to NODE_PODS_TTL ago and on cached PDBs; a budget
         // that just closed because kubectl's eviction went through would otherwise count the
         // evicted pod as still displaced and surge for nothing. Re-read both before scaling up.
-        let new_signal = observed.new_signal;
-        ctx.forget_node_pods();
+        ctx.nodes.forget_pods();
         let pdbs = read_pdbs(ctx, &key.0, &pdbs).await?;
-        observed = observe(ctx, key, (*cached).clone(), pdbs, now).await?;
-        observed.new_signal |= new_signal;
+        (observed, recalled) = observe(ctx, key, (*cached).clone(), pdbs, now).await?;
         plan = surge::plan(&observed, &ctx.config(), now);
     }
     record_overdue(ctx, key, &observed, &plan, now);
@@ -78,7 +81,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
                 let until = now
                     .checked_add(SignedDuration::from_secs(FORBIDDEN_PAUSE_SECS))
                     .unwrap_or(Timestamp::MAX);
-                ctx.with_memory(key, |m| m.forbidden = Some((message, until)));
+                ctx.surges.forbid(key, message, until);
                 // Evaluate again now to record SurgeForbidden; no write happens until `until`.
                 ctx.queues.deployments.schedule_now(key.clone());
                 return Ok(Some(until));
@@ -88,23 +91,20 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
         }
     }
     publish_events(ctx, &observed.deployment, &plan).await;
-    housekeeping::eas_status(ctx, key, &observed, &plan, now).await?;
-    housekeeping::eas_objects(ctx, key, &observed, plan.surge_value.is_some()).await?;
-    let surged = plan.surge_value.is_some();
-    let expired = matches!(plan.outcome, Outcome::Reverted { expired: true });
-    ctx.with_memory(key, |m| {
-        m.surged = surged;
-        if !surged {
-            m.resumed_at = None;
-        }
-        if expired {
-            m.expired_at = Some(now);
-        }
-    });
+    // Events that depend on a new signal were said (or needed no saying): not again.
+    ctx.surges.signals_seen(key, &recalled);
+    eas_sync::eas_status(ctx, key, &observed, &plan, now).await?;
+    eas_sync::eas_objects(ctx, key, &observed, plan.surge_value.is_some()).await?;
+    let result = Evaluated {
+        surged: plan.surge_value.is_some(),
+        expired: matches!(plan.outcome, Outcome::Reverted { expired: true }),
+        any_draining: !ctx.nodes.names().is_empty(),
+    };
+    ctx.surges.evaluated(key, result, now, signal_horizon(ctx));
     ctx.publish_surge_gauges();
     ctx.metrics.set_degraded(key, plan.degraded.as_ref().map(|d| d.reason));
     // A paused (403) Deployment is looked at again when the pause ends, event or not.
-    let pause_end = ctx.with_memory(key, |m| m.forbidden.as_ref().map(|(_, until)| *until));
+    let pause_end = ctx.surges.pause_end(key, now);
     Ok(match (plan.next_check, pause_end) {
         (Some(next), Some(end)) => Some(next.min(end)),
         (next, end) => next.or(end),
@@ -123,12 +123,11 @@ fn record_overdue(ctx: &Context, key: &Key, observed: &Observed, plan: &Plan, no
         observed.last_signal.filter(|_| surge_up).and_then(|signal| signal.checked_add(limit).ok());
     let overdue = overdue_at.is_some_and(|at| now > at);
     if let Some(at) = overdue_at.filter(|_| !overdue) {
-        ctx.queues.deployments.schedule(
-            key.clone(),
-            super::instant_at(at.checked_add(SignedDuration::from_secs(1)).unwrap_or(at)),
-        );
+        ctx.queues
+            .deployments
+            .schedule(key.clone(), instant_at(at.checked_add(SignedDuration::from_secs(1)).unwrap_or(at)));
     }
-    ctx.with_memory(key, |m| m.overdue = overdue);
+    ctx.surges.set_overdue(key, overdue);
     ctx.publish_surge_gauges();
 }
 
@@ -265,13 +264,8 @@ fn record_action(ctx: &Context, key: &Key, plan: &Plan) {
     ctx.metrics.action(action);
     info!(action, surge_value = ?plan.surge_value, baseline = plan.baseline, annotations = ?plan.annotation_summary(), "scale write acknowledged");
     let started = matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged);
-    let first = ctx.with_memory(key, |m| {
-        if started || matches!(plan.outcome, Outcome::Reverted { .. }) {
-            m.first_blocked_signal.take()
-        } else {
-            None
-        }
-    });
+    let ends_episode = started || matches!(plan.outcome, Outcome::Reverted { .. });
+    let first = if ends_episode { ctx.surges.take_first_blocked_signal(key) } else { None };
     if let (true, Some(first)) = (started, first) {
         ctx.metrics.signal_to_scale_latency.observe(first.elapsed().as_secs_f64());
     }

@@ -3,8 +3,11 @@
 //! paths (create at Deployment CREATE, retire on a covering user PDB) run on any replica, as
 //! ARCHITECTURE.md §2 allows (create-if-absent and preconditioned deletes are idempotent).
 
-use std::time::Duration;
+mod memory;
 
+pub use memory::PdbMemory;
+
+use eviction_autoscaler_shared::keys;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -12,13 +15,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::ObjectRef;
+use tokio::time::Instant;
 use tracing::{debug, info, instrument, warn};
 
-use eviction_autoscaler_shared::keys;
-
-use tokio::time::Instant;
-
-use super::MAX_BACKOFF;
 use super::context::Context;
 use super::queue::Key;
 use crate::error;
@@ -46,41 +45,11 @@ pub async fn crd_uid(ctx: &Context) -> Option<String> {
     }
 }
 
-/// A quiet spell this long after our last create of a default PDB starts its back-off over.
-const CREATE_WINDOW: Duration = Duration::from_secs(600);
-
-/// This replica's creates of one default PDB in a row (each within [`CREATE_WINDOW`] of the
-/// one before), and the last.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Creates {
-    count: u32,
-    last: Instant,
-}
-
-impl Creates {
-    /// The record after one more create at `now`.
-    fn after(recent: Option<Self>, now: Instant) -> Self {
-        match recent.filter(|r| now.duration_since(r.last) < CREATE_WINDOW) {
-            Some(r) => Self { count: r.count.saturating_add(1), last: now },
-            None => Self { count: 1, last: now },
-        }
-    }
-
-    /// When the next create may go out (`None`: now). A PDB that keeps vanishing after we
-    /// create it (deleted by a garbage collector that sees a stale owner, or by another tool)
-    /// is created again after 1 s, 2 s, 4 s … up to [`MAX_BACKOFF`], never in a hot loop.
-    fn blocked_until(recent: Option<Self>, now: Instant) -> Option<Instant> {
-        let r = recent.filter(|r| now.duration_since(r.last) < CREATE_WINDOW)?;
-        let at = r.last + Duration::from_secs(1_u64 << r.count.saturating_sub(1).min(9)).min(MAX_BACKOFF);
-        (now < at).then_some(at)
-    }
-}
-
 /// The namespace's objects as the planner wants them.
 struct View {
     namespace: Namespace,
     /// Cached, with the user PDBs admitted a moment ago in place of (or beside) their cached
-    /// version ([`Context::admitted_pdbs`]).
+    /// version ([`PdbMemory::admitted`]).
     pdbs: Vec<PodDisruptionBudget>,
     deployments: Vec<Deployment>,
     /// When the first of those admitted PDBs stops counting: re-plan then.
@@ -116,7 +85,7 @@ fn view(ctx: &Context, namespace: &str) -> View {
         .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
         .map(|p| (**p).clone())
         .collect();
-    let (admitted, admitted_until) = ctx.admitted_pdbs(namespace);
+    let (admitted, admitted_until) = ctx.default_pdbs.admitted(namespace);
     let deployments = ctx.caches.deployments_in(namespace).iter().map(|d| (**d).clone()).collect();
     View { namespace: ns, pdbs: with_admitted(cached, &admitted), deployments, admitted_until }
 }
@@ -135,7 +104,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         pdb::plan_deployment(&deployment, autoscaler.as_ref(), &namespace_view, &ctx.config(), crd_uid);
     if matches!(plan.action, Action::Create { .. }) {
         let now = Instant::now();
-        if let Some(at) = ctx.with_memory(key, |m| Creates::blocked_until(m.pdb_creates, now)) {
+        if let Some(at) = ctx.default_pdbs.create_blocked_until(key, now) {
             info!(wait = ?at - now, "the default PDB vanished soon after we created it: creating it again after a back-off");
             ctx.queues.deployments.schedule(key.clone(), at);
             return Ok(());
@@ -146,7 +115,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         let live_crd = crds.get_opt(EAS_CRD).await?.as_ref().and_then(live_uid);
         if live_crd.as_deref() != Some(crd_uid) {
             info!(crd_uid = ?live_crd, "the EvictionAutoScaler CRD changed: planning again with it");
-            ctx.set_crd_uid(live_crd);
+            ctx.default_pdbs.set_crd_uid(live_crd);
             ctx.queues.deployments.schedule_now(key.clone());
             return Ok(());
         }
@@ -156,7 +125,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
             .list(&Default::default())
             .await?
             .items;
-        let live = with_admitted(live, &ctx.admitted_pdbs(&key.0).0);
+        let live = with_admitted(live, &ctx.default_pdbs.admitted(&key.0).0);
         let fresh = NamespaceView { pdbs: &live, ..namespace_view };
         plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &fresh, &ctx.config(), crd_uid);
     }
@@ -168,18 +137,19 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
     if let Action::Skip { reason, .. } = &plan.action {
         // Skips are reported when the reason changes, not on every pass.
         let reason = reason.as_str();
-        let changed = ctx.with_memory(key, |m| m.pdb_skip.replace(reason) != Some(reason));
-        if changed && let Some(event) = action_event {
+        if ctx.default_pdbs.skipped(key, Some(reason))
+            && let Some(event) = action_event
+        {
             publish(ctx, &ctx.client, &[event]).await;
         }
         count(ctx, &plan.action);
         return Ok(());
     }
-    ctx.with_memory(key, |m| m.pdb_skip = None);
+    ctx.default_pdbs.skipped(key, None);
     match perform(&ctx.client, &plan.action).await? {
         Performed::Done => {
             if matches!(plan.action, Action::Create { .. }) {
-                ctx.with_memory(key, |m| m.pdb_creates = Some(Creates::after(m.pdb_creates, Instant::now())));
+                ctx.default_pdbs.created(key, Instant::now());
             }
             count(ctx, &plan.action);
             if let Some(event) = action_event {
@@ -379,31 +349,5 @@ async fn publish(ctx: &Context, client: &Client, events: &[PlannedEvent]) {
         if let Err(e) = ctx.recorder.publish(client, &reference, warning, reason, &planned.note).await {
             warn!(reason, error = %e, "could not publish Event");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_default_pdb_that_keeps_vanishing_is_created_again_on_a_back_off_schedule() {
-        let start = Instant::now();
-        let at = |s: u64| start + Duration::from_secs(s);
-        assert_eq!(Creates::blocked_until(None, at(0)), None, "the first create goes out at once");
-        // Each create that vanishes doubles the wait after it: 1 s, 2 s, 4 s, ... 300 s, and
-        // a loop at the cap stays there.
-        let (mut recent, mut now) = (None, 0);
-        for wait in [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300] {
-            recent = Some(Creates::after(recent, at(now)));
-            assert_eq!(Creates::blocked_until(recent, at(now)), Some(at(now + wait)), "after {now} s");
-            assert_eq!(Creates::blocked_until(recent, at(now + wait)), None, "due after {wait} s");
-            now += wait;
-        }
-        // Ten quiet minutes after the last create, the next goes out at once and the
-        // schedule starts over.
-        let quiet = now + 600;
-        assert_eq!(Creates::blocked_until(recent, at(quiet)), None);
-        assert_eq!(Creates::after(recent, at(quiet)), Creates { count: 1, last: at(quiet) });
     }
 }

@@ -1,40 +1,26 @@
-//! Gathering the [`Observed`] inputs of one Deployment: caches, plus pods read on demand
-//! (one LIST per draining node, shared; a label-selected LIST of Pending pods while surged).
+//! Gathering the [`Observed`] inputs of one Deployment: caches, the surge memory, plus pods
+//! read on demand (one LIST per draining node, shared; a label-selected LIST of Pending pods
+//! while surged). Observing only reads: the reconciler records what it decided.
 
 use std::sync::Arc;
 
+use eviction_autoscaler_shared::config::SurgeTrigger;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
-use jiff::Timestamp;
+use eviction_autoscaler_shared::selector;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, ListParams};
 use kube::runtime::reflector::ObjectRef;
 
-use super::context::Context;
-use super::queue::Key;
+use super::memory::Recalled;
 use crate::displaced::{self, SignaledPod, accepted_evictions, displacement, owning_deployment};
+use crate::runtime::context::Context;
+use crate::runtime::queue::Key;
 use crate::surge::Observed;
 use crate::surge::scaler;
 use crate::surge::state::SurgeState;
-use eviction_autoscaler_shared::config::SurgeTrigger;
-
-/// A label selector in the API's query syntax.
-pub fn selector_query(selector: &LabelSelector) -> String {
-    let mut parts: Vec<String> =
-        selector.match_labels.iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
-    for e in selector.match_expressions.iter().flatten() {
-        let values = e.values.clone().unwrap_or_default().join(",");
-        parts.push(match e.operator.as_str() {
-            "In" => format!("{} in ({values})", e.key),
-            "NotIn" => format!("{} notin ({values})", e.key),
-            "Exists" => e.key.clone(),
-            _ => format!("!{}", e.key),
-        });
-    }
-    parts.join(",")
-}
 
 /// `pdbs` read afresh (one GET each; a deleted one is left out). Their status gates a surge
 /// and names the pods whose eviction was accepted; the disruption controller and the Eviction
@@ -57,14 +43,23 @@ pub fn cached_eas(ctx: &Context, namespace: &str, pdb: &str) -> Option<Arc<Evict
     ctx.caches.eas.get(&ObjectRef::new(pdb).within(namespace))
 }
 
-/// Observes the Deployment `deployment` covered by `pdbs` (each cached or freshly read).
+/// How long signals are remembered: the signal window, or max-hold if longer (a surge's hold
+/// is anchored on its last signal).
+pub fn signal_horizon(ctx: &Context) -> SignedDuration {
+    let config = ctx.config();
+    SignedDuration::try_from(config.signal_window.max(config.max_hold)).unwrap_or(SignedDuration::MAX)
+}
+
+/// Observes the Deployment `deployment` covered by `pdbs` (each cached or freshly read), and
+/// what the surge memory recalls of it (`resumed_at`: the hold anchor this observation
+/// assumed, for the reconciler to record).
 pub async fn observe(
     ctx: &Context,
     key: &Key,
     deployment: Deployment,
     pdbs: Vec<PodDisruptionBudget>,
     now: Timestamp,
-) -> Result<Observed, kube::Error> {
+) -> Result<(Observed, Recalled), kube::Error> {
     let (namespace, name) = key;
     let hpas: Vec<_> = ctx
         .caches
@@ -78,7 +73,7 @@ pub async fn observe(
     let surge_active = scaler::detect(&deployment, &hpas, &scaled_objects)
         .is_ok_and(|s| SurgeState::read(s.annotations()).active());
     let blocked = eviction_autoscaler_shared::budget::blocks_eviction(&pdbs);
-    let draining = ctx.draining_nodes();
+    let draining = ctx.nodes.names();
 
     // Pods matter only while surged or blocked; otherwise no pod is read at all.
     let mut on_draining: Vec<Pod> = Vec::new();
@@ -88,7 +83,7 @@ pub async fn observe(
     if (surge_active || blocked) && !draining.is_empty() {
         drain_in_progress = false;
         for node in &draining {
-            let pods = ctx.pods_on_node(node).await?;
+            let pods = ctx.nodes.pods_on(&ctx.client, node).await?;
             drain_in_progress |= pods.iter().any(displaced::drain_pending);
             on_draining.extend(
                 pods.iter()
@@ -100,31 +95,12 @@ pub async fn observe(
     }
 
     let window = ctx.config().signal_window;
-    let (signals, new_signal, memory_last, resumed_at, forbidden, expired_at) = ctx.with_memory(key, |m| {
-        if draining.is_empty() {
-            m.expired_at = None;
-        }
-        let horizon = jiff::SignedDuration::try_from(window.max(ctx.config().max_hold))
-            .unwrap_or(jiff::SignedDuration::MAX);
-        m.signals.retain(|s| now.duration_since(s.at) <= horizon);
-        if m.forbidden.as_ref().is_some_and(|(_, until)| *until <= now) {
-            m.forbidden = None;
-        }
-        let new_signal = std::mem::take(&mut m.new_signal);
-        (
-            m.signals.clone(),
-            new_signal,
-            m.signals.iter().map(|s| s.at).max(),
-            m.resumed_at,
-            m.forbidden.as_ref().map(|(msg, _)| msg.clone()),
-            m.expired_at,
-        )
-    });
-    let current = current_signals(ctx, namespace, &on_draining, &signals, now).await?;
+    let mut recalled = ctx.surges.recall(key, now, signal_horizon(ctx), !draining.is_empty());
+    let current = current_signals(ctx, namespace, &on_draining, &recalled.signals, now).await?;
     let evicted = accepted_evictions(&pdbs);
     let trigger = ctx.config().surge_trigger;
     let mut displacement = displacement(&on_draining, &current, &evicted, trigger, window, now);
-    if let Some(expired_at) = expired_at.filter(|_| !surge_active) {
+    if let Some(expired_at) = recalled.expired_at.filter(|_| !surge_active) {
         let newer: Vec<_> = current.iter().filter(|s| s.at > expired_at).cloned().collect();
         displacement = crate::displaced::displacement(&[], &newer, &evicted, trigger, window, now);
     }
@@ -135,29 +111,31 @@ pub async fn observe(
         .and_then(|e| e.spec.last_eviction.as_ref())
         .and_then(|e| e.eviction_time.as_ref())
         .map(|t| t.0);
-    let mut last_signal = [memory_last, eas_last, resumed_at].into_iter().flatten().max();
+    let memory_last = recalled.signals.iter().map(|s| s.at).max();
+    let mut last_signal = [memory_last, eas_last, recalled.resumed_at].into_iter().flatten().max();
     if surge_active && last_signal.is_none() {
         // Resuming a surge (restart, new leader, Go leftovers) with no signal known: hold
         // from now, so max-hold still bounds it.
-        ctx.with_memory(key, |m| m.resumed_at = Some(now));
+        recalled.resumed_at = Some(now);
         last_signal = Some(now);
     }
 
     let unschedulable_pods = if surge_active { unschedulable(ctx, namespace, &deployment).await? } else { 0 };
-    Ok(Observed {
+    let observed = Observed {
         namespace_enabled: ctx.namespace_enabled(namespace),
         displacement,
         any_node_draining: drain_in_progress,
         last_signal,
-        new_signal,
+        new_signal: recalled.new_signal,
         unschedulable_pods,
-        forbidden,
+        forbidden: recalled.forbidden.clone(),
         previous: first_eas.and_then(|e| e.status.clone()),
         pdbs,
         hpas,
         scaled_objects,
         deployment,
-    })
+    };
+    Ok((observed, recalled))
 }
 
 /// The signals that still describe a displaced pod. A signal is a past observation: the pod
@@ -171,8 +149,7 @@ async fn current_signals(
     signals: &[SignaledPod],
     now: Timestamp,
 ) -> Result<Vec<SignaledPod>, kube::Error> {
-    let window =
-        jiff::SignedDuration::try_from(ctx.config().signal_window).unwrap_or(jiff::SignedDuration::MAX);
+    let window = SignedDuration::try_from(ctx.config().signal_window).unwrap_or(SignedDuration::MAX);
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let mut current: Vec<SignaledPod> = Vec::new();
     for signal in signals {
@@ -197,7 +174,7 @@ async fn current_signals(
         }
         if let Some(pod) = api.get_opt(&signal.pod).await? {
             let node_draining =
-                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.is_draining(n));
+                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.nodes.contains(n));
             current.push(SignaledPod {
                 displaceable: displaced::is_displaceable(&pod),
                 on_draining_node: node_draining,
@@ -216,7 +193,7 @@ async fn unschedulable(ctx: &Context, namespace: &str, deployment: &Deployment) 
         return Ok(0);
     }
     let Some(selector) =
-        deployment.spec.as_ref().map(|s| selector_query(&s.selector)).filter(|s| !s.is_empty())
+        deployment.spec.as_ref().and_then(|s| selector::query(&s.selector).ok()).filter(|s| !s.is_empty())
     else {
         return Ok(0);
     };
@@ -224,30 +201,4 @@ async fn unschedulable(ctx: &Context, namespace: &str, deployment: &Deployment) 
     let pods = api.list(&ListParams::default().labels(&selector).fields("status.phase=Pending")).await?;
     Ok(u32::try_from(pods.items.iter().filter(|p| displaced::is_unschedulable(p)).count())
         .unwrap_or(u32::MAX))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
-
-    #[test]
-    fn selector_query_syntax() {
-        let selector = LabelSelector {
-            match_labels: Some([("app".to_owned(), "web".to_owned())].into()),
-            match_expressions: Some(vec![
-                LabelSelectorRequirement {
-                    key: "tier".into(),
-                    operator: "In".into(),
-                    values: Some(vec!["a".into(), "b".into()]),
-                },
-                LabelSelectorRequirement {
-                    key: "canary".into(),
-                    operator: "DoesNotExist".into(),
-                    values: None,
-                },
-            ]),
-        };
-        assert_eq!(selector_query(&selector), "app=web,tier in (a,b),!canary");
-    }
 }

@@ -2,21 +2,65 @@
 //! status written only on change, removed when out of scope) and the Go project's leftovers
 //! on them (finalizers released, pinned PDBs restored).
 
-use eviction_autoscaler_shared::crd::EvictionAutoScaler;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use eviction_autoscaler_shared::crd::{EvictionAutoScaler, EvictionAutoScalerStatus};
 use jiff::Timestamp;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tracing::{info, warn};
 
-use super::context::Context;
 use super::observe::cached_eas;
-use super::queue::Key;
 use crate::adopt::{self, PinnedPdb};
 use crate::eas;
 use crate::error;
+use crate::runtime::context::Context;
+use crate::runtime::lock;
+use crate::runtime::queue::Key;
 use crate::surge::status::{StatusFacts, render};
 use crate::surge::{Observed, Plan, ScalerKind};
+
+/// A status we wrote: the cached resourceVersion it was computed from, and the status.
+type WrittenStatus = (Option<String>, EvictionAutoScalerStatus);
+
+/// The last status written per EAS, and the cached resourceVersion it was computed from: two
+/// evaluations close together would otherwise both write it before the watch delivers the
+/// first write.
+#[derive(Debug, Default)]
+pub struct StatusWrites(Mutex<HashMap<(String, String), WrittenStatus>>);
+
+impl StatusWrites {
+    /// Whether `status` was already written to EAS `namespace/name` while the cache still
+    /// shows the version it was computed from.
+    fn already_written(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached_version: Option<&String>,
+        status: &EvictionAutoScalerStatus,
+    ) -> bool {
+        lock(&self.0)
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .is_some_and(|(version, written)| version.as_ref() == cached_version && written == status)
+    }
+
+    fn record(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached_version: Option<String>,
+        status: EvictionAutoScalerStatus,
+    ) {
+        lock(&self.0).insert((namespace.to_owned(), name.to_owned()), (cached_version, status));
+    }
+
+    /// Forgets a deleted EAS.
+    pub fn forget(&self, namespace: &str, name: &str) {
+        lock(&self.0).remove(&(namespace.to_owned(), name.to_owned()));
+    }
+}
 
 /// Writes the status of each EAS of the Deployment's PDBs, only where it changed.
 pub async fn eas_status(
@@ -52,13 +96,13 @@ pub async fn eas_status(
         let status = render(existing.status.as_ref(), plan, &facts, now);
         let version = existing.metadata.resource_version.as_ref();
         if existing.status.as_ref() == Some(&status)
-            || ctx.status_already_written(namespace, pdb_name, version, &status)
+            || ctx.statuses.already_written(namespace, pdb_name, version, &status)
         {
             continue;
         }
         let patch = Patch::Merge(json!({ "status": status }));
         match api.patch_status(pdb_name, &PatchParams::default(), &patch).await {
-            Ok(_) => ctx.record_status_write(namespace, pdb_name, version.cloned(), status),
+            Ok(_) => ctx.statuses.record(namespace, pdb_name, version.cloned(), status),
             Err(e) if error::is_not_found(&e) => {}
             Err(e) => return Err(e),
         }
@@ -103,7 +147,7 @@ pub async fn eas_objects(
         match existing {
             // The CRD is gone or being deleted (the apiserver refuses creates with 403 then);
             // its watch schedules everything again when it is back.
-            None if ctx.crd_uid().is_none() => {}
+            None if ctx.default_pdbs.crd_uid().is_none() => {}
             None => match api.create(&PostParams::default(), &eas::desired(pdb, name)).await {
                 Ok(_) => info!(eas = pdb_name, "EvictionAutoScaler created"),
                 Err(e) if error::is_already_exists(&e) => {}

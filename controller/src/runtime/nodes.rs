@@ -1,0 +1,71 @@
+//! Draining nodes: which nodes are draining (from the Node watch) and the pods on them, listed
+//! on demand (there is no Pod cache).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use tokio::time::Instant;
+
+use super::lock;
+
+/// How long a list of the pods on a draining node is reused (one LIST per node, not per
+/// Deployment, when many Deployments are evaluated together).
+const NODE_PODS_TTL: Duration = Duration::from_secs(2);
+
+/// Pods listed on a node, and when.
+type ListedPods = (Instant, Arc<Vec<Pod>>);
+
+/// The draining nodes and their recently listed pods.
+#[derive(Debug, Default)]
+pub struct DrainingNodes {
+    names: Mutex<BTreeSet<String>>,
+    pods: Mutex<HashMap<String, ListedPods>>,
+}
+
+impl DrainingNodes {
+    /// Records the drain state of `node`; returns the previous state.
+    pub fn set(&self, node: &str, draining: bool) -> bool {
+        let mut names = lock(&self.names);
+        let was = names.contains(node);
+        if draining {
+            names.insert(node.to_owned());
+        } else {
+            names.remove(node);
+            lock(&self.pods).remove(node);
+        }
+        was
+    }
+
+    /// Draining nodes now.
+    pub fn names(&self) -> Vec<String> {
+        lock(&self.names).iter().cloned().collect()
+    }
+
+    /// Whether `node` is draining.
+    pub fn contains(&self, node: &str) -> bool {
+        lock(&self.names).contains(node)
+    }
+
+    /// Drops every reused pod list, so the next [`Self::pods_on`] reads afresh.
+    pub fn forget_pods(&self) {
+        lock(&self.pods).clear();
+    }
+
+    /// Pods on `node` (LIST with a `spec.nodeName` field selector, reused for a moment).
+    pub async fn pods_on(&self, client: &Client, node: &str) -> Result<Arc<Vec<Pod>>, kube::Error> {
+        if let Some((at, pods)) = lock(&self.pods).get(node)
+            && at.elapsed() < NODE_PODS_TTL
+        {
+            return Ok(pods.clone());
+        }
+        let api: Api<Pod> = Api::all(client.clone());
+        let list = api.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await?;
+        let pods = Arc::new(list.items);
+        lock(&self.pods).insert(node.to_owned(), (Instant::now(), pods.clone()));
+        Ok(pods)
+    }
+}

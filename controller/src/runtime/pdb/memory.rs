@@ -1,0 +1,162 @@
+//! What the default-PDB reconciler remembers: the owner's UID, user PDBs seen at admission
+//! but not yet stored, and per Deployment its last skip reason and its recent creates.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use tokio::time::Instant;
+
+use crate::runtime::queue::Key;
+use crate::runtime::{MAX_BACKOFF, lock};
+
+/// How long a PDB seen at admission counts as stored: the apiserver stores it within moments,
+/// and if it never does (refused after the webhooks) the default PDB comes back after this.
+const ADMITTED_PDB_TTL: Duration = Duration::from_secs(15);
+
+/// A quiet spell this long after our last create of a default PDB starts its back-off over.
+const CREATE_WINDOW: Duration = Duration::from_secs(600);
+
+/// This replica's creates of one default PDB in a row (each within [`CREATE_WINDOW`] of the
+/// one before), and the last.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Creates {
+    count: u32,
+    last: Instant,
+}
+
+impl Creates {
+    /// The record after one more create at `now`.
+    fn after(recent: Option<Self>, now: Instant) -> Self {
+        match recent.filter(|r| now.duration_since(r.last) < CREATE_WINDOW) {
+            Some(r) => Self { count: r.count.saturating_add(1), last: now },
+            None => Self { count: 1, last: now },
+        }
+    }
+
+    /// When the next create may go out (`None`: now). A PDB that keeps vanishing after we
+    /// create it (deleted by a garbage collector that sees a stale owner, or by another tool)
+    /// is created again after 1 s, 2 s, 4 s … up to [`MAX_BACKOFF`], never in a hot loop.
+    fn blocked_until(recent: Option<Self>, now: Instant) -> Option<Instant> {
+        let r = recent.filter(|r| now.duration_since(r.last) < CREATE_WINDOW)?;
+        let at = r.last + Duration::from_secs(1_u64 << r.count.saturating_sub(1).min(9)).min(MAX_BACKOFF);
+        (now < at).then_some(at)
+    }
+}
+
+/// Per Deployment.
+#[derive(Debug, Default)]
+struct Entry {
+    /// The planner's last skip reason (its Event is emitted on change only).
+    skip: Option<&'static str>,
+    /// This replica's recent creates of the default PDB: their back-off.
+    creates: Option<Creates>,
+}
+
+/// The default-PDB reconciler's memory.
+#[derive(Debug, Default)]
+pub struct PdbMemory {
+    /// UID of the EvictionAutoScaler CRD (owner of default PDBs) while it exists: kept by a
+    /// watch, so a deleted CRD stops default-PDB creation and a re-created one is the owner.
+    crd_uid: Mutex<Option<String>>,
+    /// User PDBs seen at CREATE/UPDATE admission, with when: admission runs before the
+    /// apiserver stores the object, so for [`ADMITTED_PDB_TTL`] they are planned with as if
+    /// stored, and a default PDB retired for one is not re-created before it lands.
+    admitted: Mutex<Vec<(PodDisruptionBudget, Instant)>>,
+    deployments: Mutex<HashMap<Key, Entry>>,
+}
+
+impl PdbMemory {
+    /// The EvictionAutoScaler CRD's UID, if it exists (see [`Self::set_crd_uid`]).
+    pub fn crd_uid(&self) -> Option<String> {
+        lock(&self.crd_uid).clone()
+    }
+
+    /// Records the CRD's UID as read or watched (`None`: deleted, or not readable).
+    pub fn set_crd_uid(&self, uid: Option<String>) {
+        *lock(&self.crd_uid) = uid;
+    }
+
+    /// Remembers a user PDB just admitted (see the field `admitted`).
+    pub fn remember_admitted(&self, pdb: PodDisruptionBudget) {
+        let now = Instant::now();
+        let mut admitted = lock(&self.admitted);
+        admitted.retain(|(p, at)| {
+            now < *at + ADMITTED_PDB_TTL
+                && (p.metadata.namespace != pdb.metadata.namespace || p.metadata.name != pdb.metadata.name)
+        });
+        admitted.push((pdb, now));
+    }
+
+    /// The user PDBs admitted in `namespace` that still count as stored, and when the first of
+    /// them stops counting.
+    pub fn admitted(&self, namespace: &str) -> (Vec<PodDisruptionBudget>, Option<Instant>) {
+        let now = Instant::now();
+        let mut admitted = lock(&self.admitted);
+        admitted.retain(|(_, at)| now < *at + ADMITTED_PDB_TTL);
+        let here = admitted.iter().filter(|(p, _)| p.metadata.namespace.as_deref() == Some(namespace));
+        let until = here.clone().map(|(_, at)| *at + ADMITTED_PDB_TTL).min();
+        (here.map(|(p, _)| p.clone()).collect(), until)
+    }
+
+    /// Records the skip reason of `key` (`None`: not skipped); whether it changed.
+    pub fn skipped(&self, key: &Key, reason: Option<&'static str>) -> bool {
+        let mut deployments = lock(&self.deployments);
+        let entry = deployments.entry(key.clone()).or_default();
+        std::mem::replace(&mut entry.skip, reason) != reason
+    }
+
+    /// When the next create of `key`'s default PDB may go out (`None`: now).
+    pub fn create_blocked_until(&self, key: &Key, now: Instant) -> Option<Instant> {
+        Creates::blocked_until(lock(&self.deployments).get(key).and_then(|e| e.creates), now)
+    }
+
+    /// We created `key`'s default PDB at `now`.
+    pub fn created(&self, key: &Key, now: Instant) {
+        let mut deployments = lock(&self.deployments);
+        let entry = deployments.entry(key.clone()).or_default();
+        entry.creates = Some(Creates::after(entry.creates, now));
+    }
+
+    /// Forgets a deleted Deployment.
+    pub fn forget(&self, key: &Key) {
+        lock(&self.deployments).remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_pdb_that_keeps_vanishing_is_created_again_on_a_back_off_schedule() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        assert_eq!(Creates::blocked_until(None, at(0)), None, "the first create goes out at once");
+        // Each create that vanishes doubles the wait after it: 1 s, 2 s, 4 s, ... 300 s, and
+        // a loop at the cap stays there.
+        let (mut recent, mut now) = (None, 0);
+        for wait in [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300] {
+            recent = Some(Creates::after(recent, at(now)));
+            assert_eq!(Creates::blocked_until(recent, at(now)), Some(at(now + wait)), "after {now} s");
+            assert_eq!(Creates::blocked_until(recent, at(now + wait)), None, "due after {wait} s");
+            now += wait;
+        }
+        // Ten quiet minutes after the last create, the next goes out at once and the
+        // schedule starts over.
+        let quiet = now + 600;
+        assert_eq!(Creates::blocked_until(recent, at(quiet)), None);
+        assert_eq!(Creates::after(recent, at(quiet)), Creates { count: 1, last: at(quiet) });
+    }
+
+    #[test]
+    fn a_skip_is_reported_when_its_reason_changes() {
+        let memory = PdbMemory::default();
+        let key = ("ns".to_owned(), "web".to_owned());
+        assert!(memory.skipped(&key, Some("a")));
+        assert!(!memory.skipped(&key, Some("a")), "the same reason again");
+        assert!(memory.skipped(&key, None));
+        assert!(memory.skipped(&key, Some("a")), "the reason came back");
+    }
+}

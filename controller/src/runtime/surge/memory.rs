@@ -1,0 +1,245 @@
+//! What the surge reconciler remembers about each Deployment between evaluations: signals,
+//! the hold anchor, the 403 pause, what it last reported. Nothing here is needed for
+//! correctness after a restart: the surge state is on the scaled object.
+//!
+//! Intake records signals; an evaluation reads a [`Recalled`] copy (observing changes
+//! nothing) and the reconciler records its result.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use jiff::{SignedDuration, Timestamp};
+use tokio::time::Instant;
+
+use crate::displaced::SignaledPod;
+use crate::runtime::lock;
+use crate::runtime::queue::Key;
+
+/// One Deployment's memory.
+#[derive(Debug, Default)]
+struct Entry {
+    /// Recent eviction signals for its pods.
+    signals: Vec<SignaledPod>,
+    /// Signals recorded so far, and how many of them an evaluation has seen.
+    recorded: u64,
+    seen: u64,
+    /// When the first blocking signal of the current episode arrived (latency metric).
+    first_blocked_signal: Option<Instant>,
+    /// When an active surge was first seen without any known signal (hold anchor).
+    resumed_at: Option<Timestamp>,
+    /// A 403 on our write: its message, and when to try writing again.
+    forbidden: Option<(String, Timestamp)>,
+    /// Whether a surge was active after the last evaluation.
+    surged: bool,
+    /// A surge is up although its last signal is older than max-hold + cooldown.
+    overdue: bool,
+    /// When a surge last ended by `--max-hold`: pods left on a forgotten cordon no longer
+    /// count as displaced (only new evictions do), or it would surge and expire forever.
+    expired_at: Option<Timestamp>,
+}
+
+/// An evaluation's copy of one Deployment's memory, as of `now`.
+#[derive(Clone, Debug, Default)]
+pub struct Recalled {
+    /// Signals within the horizon.
+    pub signals: Vec<SignaledPod>,
+    /// A signal arrived that no evaluation has seen yet.
+    pub new_signal: bool,
+    /// How many signals were recorded (marks them seen: [`SurgeMemory::signals_seen`]).
+    pub recorded: u64,
+    /// The hold anchor of a surge resumed without a signal.
+    pub resumed_at: Option<Timestamp>,
+    /// The message of a 403 whose pause has not ended.
+    pub forbidden: Option<String>,
+    /// When the last surge ended by `--max-hold`, while some node still drains.
+    pub expired_at: Option<Timestamp>,
+}
+
+/// The evaluation's result the memory keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct Evaluated {
+    /// A surge is active now.
+    pub surged: bool,
+    /// The surge ended by `--max-hold` now.
+    pub expired: bool,
+    /// Some node is draining.
+    pub any_draining: bool,
+}
+
+/// Every Deployment's memory.
+#[derive(Debug, Default)]
+pub struct SurgeMemory(Mutex<HashMap<Key, Entry>>);
+
+impl SurgeMemory {
+    fn with<R>(&self, key: &Key, f: impl FnOnce(&mut Entry) -> R) -> R {
+        f(lock(&self.0).entry(key.clone()).or_default())
+    }
+
+    /// Records a signal unless already known (the same pod at the same second); `blocking`:
+    /// its eviction was refused by a budget, which starts the latency measurement.
+    pub fn record_signal(&self, key: &Key, signal: SignaledPod, blocking: bool) -> bool {
+        self.with(key, |m| {
+            if m.signals.iter().any(|s| s.pod == signal.pod && s.at.as_second() == signal.at.as_second()) {
+                return false;
+            }
+            if blocking && signal.displaceable && m.first_blocked_signal.is_none() {
+                m.first_blocked_signal = Some(Instant::now());
+            }
+            m.signals.push(signal);
+            m.recorded += 1;
+            true
+        })
+    }
+
+    /// Whether this signal is known (see [`Self::record_signal`]).
+    pub fn knows_signal(&self, key: &Key, pod: &str, at: Timestamp) -> bool {
+        lock(&self.0)
+            .get(key)
+            .is_some_and(|m| m.signals.iter().any(|s| s.pod == pod && s.at.as_second() == at.as_second()))
+    }
+
+    /// A copy of what is remembered of `key` that still holds at `now`: signals within
+    /// `horizon`, a pause not yet over, an expiry while some node still drains.
+    pub fn recall(&self, key: &Key, now: Timestamp, horizon: SignedDuration, any_draining: bool) -> Recalled {
+        let memory = lock(&self.0);
+        let Some(m) = memory.get(key) else { return Recalled::default() };
+        Recalled {
+            signals: m.signals.iter().filter(|s| now.duration_since(s.at) <= horizon).cloned().collect(),
+            new_signal: m.recorded > m.seen,
+            recorded: m.recorded,
+            resumed_at: m.resumed_at,
+            forbidden: m.forbidden.as_ref().filter(|(_, until)| *until > now).map(|(msg, _)| msg.clone()),
+            expired_at: m.expired_at.filter(|_| any_draining),
+        }
+    }
+
+    /// The signals counted in `recalled` were seen by an evaluation that reported on them.
+    pub fn signals_seen(&self, key: &Key, recalled: &Recalled) {
+        self.with(key, |m| m.seen = m.seen.max(recalled.recorded));
+    }
+
+    /// A surge found active with no signal known holds from `at` (so max-hold bounds it).
+    pub fn resumed(&self, key: &Key, at: Timestamp) {
+        self.with(key, |m| m.resumed_at = Some(at));
+    }
+
+    /// A write was refused with 403: no write for `key` until `until`.
+    pub fn forbid(&self, key: &Key, message: String, until: Timestamp) {
+        self.with(key, |m| m.forbidden = Some((message, until)));
+    }
+
+    /// When the 403 pause of `key` ends, if one is on at `now`.
+    pub fn pause_end(&self, key: &Key, now: Timestamp) -> Option<Timestamp> {
+        lock(&self.0).get(key).and_then(|m| m.paused_until(now))
+    }
+
+    /// Whether the surge of `key` is overdue (for the gauge).
+    pub fn set_overdue(&self, key: &Key, overdue: bool) {
+        self.with(key, |m| m.overdue = overdue);
+    }
+
+    /// Ends the latency measurement of `key`: when its first blocking signal came.
+    pub fn take_first_blocked_signal(&self, key: &Key) -> Option<Instant> {
+        self.with(key, |m| m.first_blocked_signal.take())
+    }
+
+    /// Keeps an evaluation's result, and drops what no longer holds at `now`.
+    pub fn evaluated(&self, key: &Key, result: Evaluated, now: Timestamp, horizon: SignedDuration) {
+        self.with(key, |m| {
+            m.signals.retain(|s| now.duration_since(s.at) <= horizon);
+            if m.paused_until(now).is_none() {
+                m.forbidden = None;
+            }
+            m.surged = result.surged;
+            if !result.surged {
+                m.resumed_at = None;
+            }
+            if result.expired {
+                m.expired_at = Some(now);
+            } else if !result.any_draining {
+                m.expired_at = None;
+            }
+        });
+    }
+
+    /// Forgets a deleted Deployment.
+    pub fn forget(&self, key: &Key) {
+        lock(&self.0).remove(key);
+    }
+
+    /// This replica stopped writing: the surges it counted are the next holder's to report.
+    pub fn forget_surges(&self) {
+        for m in lock(&self.0).values_mut() {
+            m.surged = false;
+            m.overdue = false;
+        }
+    }
+
+    /// How many Deployments are surged, and how many of those overdue.
+    pub fn counts(&self) -> (usize, usize) {
+        let memory = lock(&self.0);
+        (memory.values().filter(|m| m.surged).count(), memory.values().filter(|m| m.overdue).count())
+    }
+
+    /// Deployments surged at their last evaluation.
+    pub fn surged_keys(&self) -> Vec<Key> {
+        lock(&self.0).iter().filter(|(_, m)| m.surged).map(|(k, _)| k.clone()).collect()
+    }
+}
+
+impl Entry {
+    fn paused_until(&self, now: Timestamp) -> Option<Timestamp> {
+        self.forbidden.as_ref().map(|(_, until)| *until).filter(|until| *until > now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> Key {
+        ("ns".into(), "web".into())
+    }
+
+    fn signal(pod: &str, at: Timestamp) -> SignaledPod {
+        SignaledPod { pod: pod.into(), at, on_draining_node: true, displaceable: true }
+    }
+
+    #[test]
+    fn recalling_changes_nothing_and_a_signal_is_new_until_an_evaluation_reports_it() {
+        let memory = SurgeMemory::default();
+        let now = Timestamp::now();
+        let horizon = SignedDuration::from_secs(60);
+        assert!(memory.record_signal(&key(), signal("a", now), true));
+        assert!(!memory.record_signal(&key(), signal("a", now), true), "the same signal twice");
+        let first = memory.recall(&key(), now, horizon, true);
+        let again = memory.recall(&key(), now, horizon, true);
+        assert!(first.new_signal && again.new_signal, "observing twice sees the same");
+        memory.signals_seen(&key(), &first);
+        assert!(!memory.recall(&key(), now, horizon, true).new_signal);
+        assert!(memory.record_signal(&key(), signal("b", now), true));
+        assert!(memory.recall(&key(), now, horizon, true).new_signal, "a later signal is new again");
+    }
+
+    #[test]
+    fn what_no_longer_holds_is_not_recalled_and_is_dropped_once_evaluated() {
+        let memory = SurgeMemory::default();
+        let now = Timestamp::now();
+        let horizon = SignedDuration::from_secs(60);
+        let old = now - SignedDuration::from_secs(61);
+        memory.record_signal(&key(), signal("old", old), false);
+        memory.forbid(&key(), "no".into(), now);
+        let recalled = memory.recall(&key(), now, horizon, false);
+        assert!(recalled.signals.is_empty(), "older than the horizon");
+        assert_eq!(recalled.forbidden, None, "the pause ended at now");
+        memory.evaluated(
+            &key(),
+            Evaluated { surged: false, expired: true, any_draining: true },
+            now,
+            horizon,
+        );
+        assert_eq!(memory.recall(&key(), now, horizon, true).expired_at, Some(now));
+        assert_eq!(memory.recall(&key(), now, horizon, false).expired_at, None, "no node drains");
+        assert!(!memory.knows_signal(&key(), "old", old), "dropped");
+    }
+}

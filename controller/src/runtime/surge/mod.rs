@@ -1,0 +1,11 @@
+//! The surge reconciler: per Deployment, observe (caches, pods on demand), plan with the pure
+//! state machine (`crate::surge`), write once, then keep its EvictionAutoScalers in step.
+
+mod eas_sync;
+mod memory;
+mod observe;
+mod reconcile;
+
+pub use eas_sync::StatusWrites;
+pub use memory::SurgeMemory;
+pub use reconcile::{reconcile, write_patch};
