@@ -141,6 +141,9 @@ fn init_logging(format: LogFormat) {
 /// counted (a drain retries every 5 s, so a dropped signal is seen again).
 const SIGNAL_QUEUE_CAPACITY: usize = 4096;
 
+/// Pending admitted Deployments and PDBs; beyond this they are dropped (the watch brings them).
+const OBJECT_QUEUE_CAPACITY: usize = 1024;
+
 fn run(config: Config, follow: Option<FollowedFile>) -> anyhow::Result<()> {
     init_logging(config.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -150,13 +153,13 @@ fn run(config: Config, follow: Option<FollowedFile>) -> anyhow::Result<()> {
 /// Starts the webhook, the health port and (unless disabled) the controller; stops all of
 /// them on SIGTERM/SIGINT and returns the first error.
 async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Result<()> {
-    use eviction_autoscaler_shared::{admission::IgnoreAdmissions, health::Readiness, signal::signal_queue};
+    use eviction_autoscaler_shared::admission::{AdmissionHandler, IgnoreAdmissions, admission_queue};
+    use eviction_autoscaler_shared::health::Readiness;
     use eviction_autoscaler_webhook as webhook;
 
     tracing::info!(version = env!("CARGO_PKG_VERSION"), ?config, "starting");
     let mut registry = prometheus_client::registry::Registry::with_prefix("eviction_autoscaler");
     let readiness = Readiness::new();
-    let (signal_tx, signal_rx) = signal_queue(SIGNAL_QUEUE_CAPACITY);
     let webhook_metrics = webhook::Metrics::new();
     webhook_metrics.register(&mut registry);
     let shutdown = tokio_util::sync::CancellationToken::new();
@@ -167,26 +170,25 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
     } else {
         None
     };
-    let (controller, handler): (_, Arc<dyn eviction_autoscaler_shared::admission::AdmissionHandler>) =
-        match (config.controller_enabled, &client) {
-            (true, Some(client)) => {
-                let controller = eviction_autoscaler_controller::Controller::new(
-                    config.clone(),
-                    client.clone(),
-                    readiness.clone(),
-                    &mut registry,
-                );
-                let handler = Arc::new(controller.admission_handler());
-                (Some(controller), handler)
-            }
-            _ => {
-                tracing::warn!(
-                    "controller disabled (--controller-enabled=false): webhook only, nothing is written"
-                );
-                readiness.set_caches_synced(true);
-                (None, Arc::new(IgnoreAdmissions))
-            }
-        };
+    let (controller, handler): (_, Arc<dyn AdmissionHandler>) = match (config.controller_enabled, &client) {
+        (true, Some(client)) => {
+            let controller = eviction_autoscaler_controller::Controller::new(
+                config.clone(),
+                client.clone(),
+                readiness.clone(),
+                &mut registry,
+            );
+            let (queue, admitted) = admission_queue(SIGNAL_QUEUE_CAPACITY, OBJECT_QUEUE_CAPACITY);
+            (Some((controller, admitted)), Arc::new(queue))
+        }
+        _ => {
+            tracing::warn!(
+                "controller disabled (--controller-enabled=false): webhook only, nothing is written"
+            );
+            readiness.set_caches_synced(true);
+            (None, Arc::new(IgnoreAdmissions))
+        }
+    };
 
     let mut settings = webhook::ServeSettings::new(
         config.webhook_addr,
@@ -217,7 +219,7 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
     // The bound addresses, not the requested ones: with port 0 this is how a caller learns them.
     tracing::info!(addr = %server.local_addr()?, "webhook listening (TLS)");
     tracing::info!(addr = %health_listener.local_addr()?, "health listening");
-    let app = webhook::router(webhook::WebhookState::new(signal_tx, handler, webhook_metrics));
+    let app = webhook::router(webhook::WebhookState::new(handler, webhook_metrics));
 
     let registry = Arc::new(registry);
     let mut tasks = tokio::task::JoinSet::new();
@@ -237,13 +239,13 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
             Ok(())
         });
     }
-    if let (Some(controller), Some((args, path, text))) = (&controller, follow) {
+    if let (Some((controller, _)), Some((args, path, text))) = (&controller, follow) {
         tokio::spawn(reload::follow(args, path, text, controller.reconfigure_handle()));
     }
-    if let Some(controller) = controller {
+    if let Some((controller, admitted)) = controller {
         let stop = shutdown.clone();
         tasks.spawn(async move {
-            controller.run(signal_rx, stop.cancelled_owned()).await.map_err(anyhow::Error::from)
+            controller.run(admitted, stop.cancelled_owned()).await.map_err(anyhow::Error::from)
         });
     }
 

@@ -19,5 +19,4 @@ pub mod surge;
 
 pub use error::Error;
 pub use runtime::Controller;
-pub use runtime::admission::{AdmissionQueue, AdmissionReceiver, admission_queue};
 pub use runtime::metrics::Metrics;

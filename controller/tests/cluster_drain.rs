@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Sim, config, eventually, start_controller};
+use eviction_autoscaler_shared::admission::AdmissionHandler as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -85,13 +86,13 @@ async fn cordon_surges_the_eviction_passes_and_the_emptied_node_lets_it_revert()
     })
     .await;
     // The webhook saw the eviction attempts (kubectl retries while the budget is closed).
-    let signal = eviction_autoscaler_shared::signal::Signal {
+    let signal = eviction_autoscaler_shared::admission::Signal {
         namespace: "apps".into(),
         pod: pod_name.clone(),
         at: jiff::Timestamp::now(),
         user: "kubectl".into(),
     };
-    assert!(running.signals.offer(signal));
+    assert!(running.admissions.eviction(signal));
     pods.evict(&pod_name, &EvictParams::default()).await.expect("the eviction is allowed now");
     eventually("the evicted pod is gone", WAIT, || async {
         pods.get_opt(&pod_name).await.ok()?.is_none().then_some(())

@@ -8,9 +8,9 @@ mod common;
 use std::time::Duration;
 
 use common::{Sim, config, drain_fixture, eventually, start_controller};
+use eviction_autoscaler_shared::admission::{AdmissionHandler as _, Signal};
 use eviction_autoscaler_shared::config::{Config, SettingsArgs};
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
-use eviction_autoscaler_shared::signal::Signal;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Node;
@@ -44,7 +44,7 @@ async fn eviction_off_a_draining_node_is_recorded_but_never_surges_with_the_drai
     let eas: Api<EvictionAutoScaler> = Api::namespaced(client.clone(), "apps");
     eventually("EAS created for the PDB", WAIT, || async { eas.get("web").await.ok() }).await;
 
-    assert!(running.signals.offer(signal()));
+    assert!(running.admissions.eviction(signal()));
     let recorded = eventually("signal recorded on the EAS", WAIT, || async {
         eas.get("web").await.ok()?.spec.last_eviction.filter(|e| e.pod_name == "web-5d9c7-x1")
     })
@@ -71,7 +71,7 @@ async fn any_trigger_surges_on_an_eviction_off_a_draining_node() {
     let running = start_controller(&sim, config).await;
     let eas: Api<EvictionAutoScaler> = Api::namespaced(client.clone(), "apps");
     eventually("EAS created", WAIT, || async { eas.get("web").await.ok() }).await;
-    assert!(running.signals.offer(signal()));
+    assert!(running.admissions.eviction(signal()));
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
     eventually("surged to 2", WAIT, || async {
         deployments.get("web").await.ok().filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(2))
@@ -100,7 +100,7 @@ async fn a_namespace_out_of_scope_is_left_alone() {
     sim.seed(&fixture).await;
     let running = start_controller(&sim, config("1s", "1h")).await;
     eventually("caches synced", WAIT, || async { running.readiness.caches_synced().then_some(()) }).await;
-    assert!(running.signals.offer(signal()));
+    assert!(running.admissions.eviction(signal()));
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(deployment_writes(&sim), 0);
     let eas: Api<EvictionAutoScaler> = Api::namespaced(sim.client().await, "apps");
@@ -171,11 +171,11 @@ async fn a_statefulset_pod_eviction_is_skipped_with_a_reason_once() {
     let client = sim.client().await;
     let running = start_controller(&sim, config("1s", "1h")).await;
     eventually("caches synced", WAIT, || async { running.readiness.caches_synced().then_some(()) }).await;
-    assert!(running.signals.offer(signal()));
+    assert!(running.admissions.eviction(signal()));
     assert!(
         running
-            .signals
-            .offer(Signal { at: jiff::Timestamp::now() + jiff::SignedDuration::from_secs(5), ..signal() })
+            .admissions
+            .eviction(Signal { at: jiff::Timestamp::now() + jiff::SignedDuration::from_secs(5), ..signal() })
     );
     let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), "apps");
     let skipped = eventually("SurgeSkipped Event on the pod", WAIT, || async {
@@ -203,7 +203,7 @@ async fn eas_last_eviction_is_written_at_most_once_per_second() {
     let start = jiff::Timestamp::now();
     for i in 0..5 {
         let at = start + jiff::SignedDuration::from_secs(i); // distinct signals, not duplicates
-        assert!(running.signals.offer(Signal { at, ..signal() }));
+        assert!(running.admissions.eviction(Signal { at, ..signal() }));
     }
     eventually("first signal recorded", WAIT, || async { eas.get("web").await.ok()?.spec.last_eviction })
         .await;

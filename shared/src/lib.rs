@@ -1,6 +1,6 @@
 //! Domain types and pure logic shared by the webhook and the controller: configuration, the
 //! EvictionAutoScaler CRD, annotation keys, surge and PDB arithmetic, namespace scope, label
-//! selector matching, the signal queue and readiness. No network I/O lives here.
+//! selector matching, the admission hand-over and readiness. No network I/O lives here.
 
 pub mod admission;
 pub mod budget;
@@ -11,5 +11,4 @@ pub mod health;
 pub mod keys;
 pub mod scope;
 pub mod selector;
-pub mod signal;
 pub mod surge;

@@ -16,9 +16,8 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::routing::post;
-use eviction_autoscaler_shared::admission::IgnoreAdmissions;
+use eviction_autoscaler_shared::admission::admission_queue;
 use eviction_autoscaler_shared::health::Readiness;
-use eviction_autoscaler_shared::signal::signal_queue;
 use eviction_autoscaler_webhook::{Metrics, ServeSettings, WebhookState, router, serve, serve_health};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -69,7 +68,8 @@ async fn product(addr: SocketAddr, health: SocketAddr, cert: &str, key: &str) ->
     metrics.register(&mut registry);
     let readiness = Readiness::new();
     readiness.set_caches_synced(true);
-    let (sender, mut receiver) = signal_queue(1024);
+    let (queue, receiver) = admission_queue(1024, 64);
+    let mut receiver = receiver.signals;
     // Drain like the controller does (batches); BENCH_NO_DRAIN=1 lets the queue fill (then every
     // signal is dropped and counted), to see what delivery itself costs.
     if std::env::var_os("BENCH_NO_DRAIN").is_none() {
@@ -82,7 +82,7 @@ async fn product(addr: SocketAddr, health: SocketAddr, cert: &str, key: &str) ->
     } else {
         std::mem::forget(receiver);
     }
-    let app = router(WebhookState::new(sender, Arc::new(IgnoreAdmissions), metrics.clone()));
+    let app = router(WebhookState::new(Arc::new(queue), metrics.clone()));
     let (stop_tx, _) = tokio::sync::broadcast::channel::<()>(1);
     let mut stop_webhook = stop_tx.subscribe();
     let mut stop_health = stop_tx.subscribe();

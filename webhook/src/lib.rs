@@ -1,8 +1,8 @@
 //! The admission webhook of eviction-autoscaler: an axum router behind rustls that taps every
-//! eviction (a [`Signal`](eviction_autoscaler_shared::signal::Signal) into the shared queue),
-//! every new Deployment and every PDB write (handed to an
-//! [`AdmissionHandler`](eviction_autoscaler_shared::admission::AdmissionHandler)), and always
-//! allows. It also serves the plain-HTTP health port, generates development certificates, and
+//! eviction (a [`Signal`](eviction_autoscaler_shared::admission::Signal)), every new Deployment
+//! and every PDB write, hands each to an
+//! [`AdmissionHandler`](eviction_autoscaler_shared::admission::AdmissionHandler) (the
+//! controller's `AdmissionQueue`) without waiting, and always allows. It also serves the plain-HTTP health port, generates development certificates, and
 //! in self-managed mode ([`self_managed`]) keeps its certificate in a Secret, serves it from
 //! memory, publishes the CA as the webhooks' `caBundle` and renews it before it expires.
 //!
@@ -10,7 +10,7 @@
 //! ```ignore
 //! let metrics = Metrics::new();
 //! metrics.register(&mut registry);
-//! let app = router(WebhookState::new(signal_sender, handler, metrics.clone()));
+//! let app = router(WebhookState::new(handler, metrics.clone()));
 //! tokio::try_join!(
 //!     serve(ServeSettings::new(addr, cert, key), app, metrics, readiness.clone(), shutdown()),
 //!     serve_health(health_addr, Arc::new(registry), readiness, shutdown()),

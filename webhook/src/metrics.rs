@@ -182,12 +182,12 @@ impl Metrics {
         );
         registry.register(
             "webhook_signals_emitted",
-            "Eviction signals put on the signal queue",
+            "Eviction signals handed to the controller",
             self.signals_emitted.clone(),
         );
         registry.register(
             "webhook_signals_dropped",
-            "Eviction signals dropped because the signal queue was full",
+            "Eviction signals dropped because the controller's signal lane was full",
             self.signals_dropped.clone(),
         );
         registry.register(

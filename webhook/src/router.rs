@@ -1,6 +1,6 @@
 //! The admission endpoints. Every well-formed review is allowed at once, without any API call;
-//! evictions become [`Signal`]s offered to the bounded queue, Deployments and PDBs are decoded
-//! and handed to the [`AdmissionHandler`] on a spawned task. Client mistakes get a 4xx with a
+//! evictions become [`Signal`]s offered to the [`AdmissionHandler`] at once, Deployments and
+//! PDBs are decoded and handed to it on a spawned task. Client mistakes get a 4xx with a
 //! `metav1.Status` body naming the problem: client-go (the apiserver's webhook client) logs a
 //! Status's message, and only a generic line for any other body.
 
@@ -13,8 +13,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use eviction_autoscaler_shared::admission::AdmissionHandler;
-use eviction_autoscaler_shared::signal::{Signal, SignalSender};
+use eviction_autoscaler_shared::admission::{AdmissionHandler, Signal};
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -39,7 +38,7 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// from its watch a moment later.
 pub const MAX_OBJECTS_IN_FLIGHT: usize = 32;
 
-/// What the handlers share: the signal queue, the admission handler and the metrics.
+/// What the handlers share: the admission handler and the metrics.
 ///
 /// One `Arc` around all of it: axum clones the state for every request, and cloning the
 /// parts one by one would cost a dozen contended atomic increments per admission.
@@ -47,7 +46,6 @@ pub const MAX_OBJECTS_IN_FLIGHT: usize = 32;
 pub struct WebhookState(Arc<Shared>);
 
 struct Shared {
-    signals: SignalSender,
     handler: Arc<dyn AdmissionHandler>,
     metrics: Metrics,
     /// Admitted objects being decoded for the handler ([`MAX_OBJECTS_IN_FLIGHT`]).
@@ -56,18 +54,17 @@ struct Shared {
 
 impl WebhookState {
     /// State for [`router`].
-    pub fn new(signals: SignalSender, handler: Arc<dyn AdmissionHandler>, metrics: Metrics) -> Self {
-        Self::with_objects_in_flight(signals, handler, metrics, MAX_OBJECTS_IN_FLIGHT)
+    pub fn new(handler: Arc<dyn AdmissionHandler>, metrics: Metrics) -> Self {
+        Self::with_objects_in_flight(handler, metrics, MAX_OBJECTS_IN_FLIGHT)
     }
 
     /// Like [`WebhookState::new`], with at most `limit` admitted objects in flight.
     pub fn with_objects_in_flight(
-        signals: SignalSender,
         handler: Arc<dyn AdmissionHandler>,
         metrics: Metrics,
         limit: usize,
     ) -> Self {
-        Self(Arc::new(Shared { signals, handler, metrics, in_flight: Arc::new(Semaphore::new(limit)) }))
+        Self(Arc::new(Shared { handler, metrics, in_flight: Arc::new(Semaphore::new(limit)) }))
     }
 }
 
@@ -214,11 +211,11 @@ async fn handle_eviction(state: &Shared, request: Request) -> Handled {
         at: jiff::Timestamp::now(),
         user: request.user_info.as_ref().and_then(|u| u.username.as_deref()).unwrap_or_default().to_owned(),
     };
-    if state.signals.offer(signal) {
+    if state.handler.eviction(signal) {
         state.metrics.signal_emitted();
     } else {
         state.metrics.signal_dropped();
-        tracing::debug!(namespace, pod, "signal queue full; eviction signal dropped");
+        tracing::debug!(namespace, pod, "signal lane full; eviction signal dropped");
     }
     Ok((Outcome::allowed, response))
 }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use axum::body::Body;
 use common::{fixture, sample};
 use eviction_autoscaler_shared::health::Readiness;
-use eviction_autoscaler_shared::signal::signal_queue;
 use eviction_autoscaler_webhook::{Metrics, WebhookState, router, serve_health_on};
 use http::{Request, StatusCode, header};
 use http_body_util::{BodyExt, Empty};
@@ -90,8 +89,7 @@ async fn readyz_follows_the_readiness_flags_and_metrics_move() {
     assert_eq!(sample(&before, "eviction_autoscaler_webhook_signals_emitted_total"), 0.0);
 
     // One eviction and one dry run through the router move the served numbers.
-    let (sender, _receiver) = signal_queue(8);
-    let app = router(WebhookState::new(sender, common::RecordingHandler::new(), metrics.clone()));
+    let app = router(WebhookState::new(common::RecordingHandler::new(), metrics.clone()));
     for name in ["eviction-v1.json", "eviction-dry-run-review.json"] {
         let request = Request::post("/validate-eviction")
             .header(header::CONTENT_TYPE, "application/json")

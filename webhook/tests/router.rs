@@ -8,7 +8,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use common::{RecordingHandler, eventually, fixture, metrics_text, sample};
-use eviction_autoscaler_shared::signal::{SignalReceiver, signal_queue};
 use eviction_autoscaler_webhook::{MAX_BODY_BYTES, Metrics, WebhookState, router};
 use http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -16,17 +15,15 @@ use tower::ServiceExt;
 
 struct Harness {
     app: Router,
-    signals: SignalReceiver,
     handler: Arc<RecordingHandler>,
     metrics: Metrics,
 }
 
 fn harness_with_capacity(capacity: usize) -> Harness {
-    let (sender, signals) = signal_queue(capacity);
-    let handler = RecordingHandler::new();
+    let handler = RecordingHandler::with_signal_capacity(capacity);
     let metrics = Metrics::new();
-    let app = router(WebhookState::new(sender, handler.clone(), metrics.clone()));
-    Harness { app, signals, handler, metrics }
+    let app = router(WebhookState::new(handler.clone(), metrics.clone()));
+    Harness { app, handler, metrics }
 }
 
 fn harness() -> Harness {
@@ -75,16 +72,16 @@ fn assert_allowed(reply: &Reply, uid: &str) {
 
 #[tokio::test]
 async fn policy_v1_eviction_is_allowed_and_signalled() {
-    let mut h = harness();
+    let h = harness();
     let reply = post(&h.app, "/validate-eviction", fixture("eviction-v1.json")).await;
     assert_allowed(&reply, "0b6d4a0e-6b3e-4c47-9a67-4d6a5d9a8b11");
-    let signal = h.signals.try_recv().unwrap_or_else(|| panic!("no signal emitted"));
+    let signal = h.handler.take_signal().unwrap_or_else(|| panic!("no signal emitted"));
     assert_eq!(signal.namespace, "prod");
     assert_eq!(signal.pod, "web-7d4b9c6f5-x2kq9");
     assert_eq!(signal.user, "system:serviceaccount:ops:drainer");
     let age = jiff::Timestamp::now().duration_since(signal.at);
     assert!(age.as_secs_f64() >= 0.0 && age.as_secs_f64() < 5.0, "signal time is now, was {age:?} ago");
-    assert!(h.signals.try_recv().is_none(), "exactly one signal per eviction");
+    assert!(h.handler.take_signal().is_none(), "exactly one signal per eviction");
     assert_eq!(h.metrics.signals_emitted(), 1);
     let text = metrics_text(&h.metrics);
     assert_eq!(
@@ -105,39 +102,39 @@ async fn policy_v1_eviction_is_allowed_and_signalled() {
 
 #[tokio::test]
 async fn policy_v1beta1_eviction_is_allowed_and_signalled() {
-    let mut h = harness();
+    let h = harness();
     let reply = post(&h.app, "/validate-eviction", fixture("eviction-v1beta1.json")).await;
     assert_allowed(&reply, "8d2f8f0c-53c4-4a55-8f57-0d6e1c0b7a02");
-    let signal = h.signals.try_recv().unwrap_or_else(|| panic!("no signal emitted"));
+    let signal = h.handler.take_signal().unwrap_or_else(|| panic!("no signal emitted"));
     assert_eq!((signal.namespace.as_str(), signal.pod.as_str()), ("shop", "api-5f6c7b8d9-qwert"));
     assert_eq!(signal.user, "kubernetes-admin");
 }
 
 #[tokio::test]
 async fn eviction_without_namespace_takes_it_from_the_request() {
-    let mut h = harness();
+    let h = harness();
     let reply = post(&h.app, "/validate-eviction", fixture("eviction-no-namespace.json")).await;
     assert_allowed(&reply, "3a9e4b7c-1d2e-4f60-8a71-b2c3d4e5f601");
-    let signal = h.signals.try_recv().unwrap_or_else(|| panic!("no signal emitted"));
+    let signal = h.handler.take_signal().unwrap_or_else(|| panic!("no signal emitted"));
     assert_eq!((signal.namespace.as_str(), signal.pod.as_str()), ("batch", "worker-0"));
 }
 
 #[tokio::test]
 async fn dry_run_in_the_review_is_allowed_without_a_signal() {
-    let mut h = harness();
+    let h = harness();
     let reply = post(&h.app, "/validate-eviction", fixture("eviction-dry-run-review.json")).await;
     assert_allowed(&reply, "7e1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c04");
-    assert!(h.signals.try_recv().is_none(), "a dry run must not signal");
+    assert!(h.handler.take_signal().is_none(), "a dry run must not signal");
     assert_eq!(h.metrics.dry_runs_ignored(), 1);
     assert_eq!(h.metrics.signals_emitted(), 0);
 }
 
 #[tokio::test]
 async fn dry_run_only_in_delete_options_is_allowed_without_a_signal() {
-    let mut h = harness();
+    let h = harness();
     let reply = post(&h.app, "/validate-eviction", fixture("eviction-dry-run-delete-options.json")).await;
     assert_allowed(&reply, "c4d5e6f7-0812-4a3b-9c4d-5e6f708192a5");
-    assert!(h.signals.try_recv().is_none(), "kubectl drain --dry-run=server must not signal");
+    assert!(h.handler.take_signal().is_none(), "kubectl drain --dry-run=server must not signal");
     assert_eq!(h.metrics.dry_runs_ignored(), 1);
     let text = metrics_text(&h.metrics);
     assert_eq!(
@@ -151,15 +148,15 @@ async fn dry_run_only_in_delete_options_is_allowed_without_a_signal() {
 
 #[tokio::test]
 async fn full_signal_queue_drops_and_counts_but_still_allows() {
-    let mut h = harness_with_capacity(1);
+    let h = harness_with_capacity(1);
     let first = post(&h.app, "/validate-eviction", fixture("eviction-v1.json")).await;
     assert_allowed(&first, "0b6d4a0e-6b3e-4c47-9a67-4d6a5d9a8b11");
     let second = post(&h.app, "/validate-eviction", fixture("eviction-v1beta1.json")).await;
     assert_allowed(&second, "8d2f8f0c-53c4-4a55-8f57-0d6e1c0b7a02");
     assert_eq!(h.metrics.signals_emitted(), 1);
     assert_eq!(h.metrics.signals_dropped(), 1);
-    assert_eq!(h.signals.try_recv().map(|s| s.pod), Some("web-7d4b9c6f5-x2kq9".into()));
-    assert!(h.signals.try_recv().is_none());
+    assert_eq!(h.handler.take_signal().map(|s| s.pod), Some("web-7d4b9c6f5-x2kq9".into()));
+    assert!(h.handler.take_signal().is_none());
 }
 
 #[tokio::test]
@@ -433,6 +430,9 @@ struct GatedHandler {
 }
 
 impl eviction_autoscaler_shared::admission::AdmissionHandler for GatedHandler {
+    fn eviction(&self, _: eviction_autoscaler_shared::admission::Signal) -> bool {
+        true
+    }
     fn deployment_created(&self, _: k8s_openapi::api::apps::v1::Deployment) {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         while !*open {
@@ -447,10 +447,9 @@ impl eviction_autoscaler_shared::admission::AdmissionHandler for GatedHandler {
 /// in-flight bound each review is still allowed at once, its object dropped and counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_burst_past_the_in_flight_bound_is_allowed_at_once_and_the_excess_counted() {
-    let (sender, _signals) = signal_queue(16);
     let handler = Arc::new(GatedHandler::default());
     let metrics = Metrics::new();
-    let app = router(WebhookState::with_objects_in_flight(sender, handler.clone(), metrics.clone(), 2));
+    let app = router(WebhookState::with_objects_in_flight(handler.clone(), metrics.clone(), 2));
     for _ in 0..5 {
         let reply = post(&app, "/validate-deployment", fixture("deployment-create.json")).await;
         assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);

@@ -26,7 +26,7 @@ fn assert_allowed_reply(reply: &(StatusCode, String)) {
 async fn clients_connect_over_tls_1_2_and_1_3_with_http1_and_h2() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let certs = generate_into(dir.path());
-    let mut server = start(settings(&dir.path().join("tls.crt"), &dir.path().join("tls.key"))).await;
+    let server = start(settings(&dir.path().join("tls.crt"), &dir.path().join("tls.key"))).await;
     assert!(server.readiness.cert_loaded());
 
     for (version, expected) in
@@ -49,7 +49,7 @@ async fn clients_connect_over_tls_1_2_and_1_3_with_http1_and_h2() {
     assert_allowed_reply(&read_reply(response).await);
 
     let mut signals = 0;
-    while server.signals.try_recv().is_some() {
+    while server.handler.take_signal().is_some() {
         signals += 1;
     }
     assert_eq!(signals, 3, "one signal per eviction over every protocol");

@@ -1,64 +1,18 @@
-//! The controller's [`AdmissionHandler`]: the webhook hands admitted Deployments and PDBs
-//! over without waiting; the controller evaluates the affected Deployments at once instead of
-//! waiting for the watch.
+//! Deployments and PDBs the webhook admitted (`shared::admission`'s object lane): the default
+//! PDB's fast paths on any replica, and the affected Deployments made due at once instead of
+//! when the watch brings the object.
 
 use std::sync::Arc;
 
-use eviction_autoscaler_shared::admission::AdmissionHandler;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use eviction_autoscaler_shared::admission::Admitted;
 use tokio::sync::mpsc;
 use tracing::debug;
 
 use super::context::{Context, key_of};
 use super::{affected, pdb};
 
-/// One admitted object.
-#[derive(Clone, Debug)]
-pub enum Admitted {
-    /// A Deployment CREATE.
-    DeploymentCreated(Box<Deployment>),
-    /// A PDB CREATE or UPDATE.
-    PdbWritten(Box<PodDisruptionBudget>),
-}
-
-/// Producer side given to the webhook; never blocks (drops when full).
-#[derive(Clone, Debug)]
-pub struct AdmissionQueue(mpsc::Sender<Admitted>);
-
-/// Consumer side, handed to the controller.
-#[derive(Debug)]
-pub struct AdmissionReceiver(pub(crate) mpsc::Receiver<Admitted>);
-
-/// A queue of admitted objects holding at most `capacity` (≥ 1) items.
-pub fn admission_queue(capacity: usize) -> (AdmissionQueue, AdmissionReceiver) {
-    let (tx, rx) = mpsc::channel(capacity.max(1));
-    (AdmissionQueue(tx), AdmissionReceiver(rx))
-}
-
-impl AdmissionHandler for AdmissionQueue {
-    fn deployment_created(&self, deployment: Deployment) {
-        if self.0.try_send(Admitted::DeploymentCreated(Box::new(deployment))).is_err() {
-            debug!("admission queue full; the watch will bring the Deployment");
-        }
-    }
-
-    fn pdb_written(&self, pdb: PodDisruptionBudget) {
-        if self.0.try_send(Admitted::PdbWritten(Box::new(pdb))).is_err() {
-            debug!("admission queue full; the watch will bring the PDB");
-        }
-    }
-}
-
-impl AdmissionReceiver {
-    /// Takes the next admitted object; `None` once every sender is gone.
-    pub async fn recv(&mut self) -> Option<Admitted> {
-        self.0.recv().await
-    }
-}
-
 /// Evaluates what admitted objects affect, until the queue closes.
-pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
+pub async fn consume(ctx: Arc<Context>, mut admissions: mpsc::Receiver<Admitted>) {
     while let Some(admitted) = admissions.recv().await {
         match admitted {
             Admitted::DeploymentCreated(d) => {
@@ -87,19 +41,5 @@ pub async fn consume(ctx: Arc<Context>, mut admissions: AdmissionReceiver) {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn never_blocks_when_full() {
-        let (queue, mut rx) = admission_queue(1);
-        queue.deployment_created(Deployment::default());
-        queue.pdb_written(PodDisruptionBudget::default()); // dropped, not awaited
-        assert!(matches!(rx.0.try_recv(), Ok(Admitted::DeploymentCreated(_))));
-        assert!(rx.0.try_recv().is_err());
     }
 }

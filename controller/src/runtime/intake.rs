@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use eviction_autoscaler_shared::admission::SignalReceiver;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain::is_draining;
-use eviction_autoscaler_shared::signal::SignalReceiver;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -34,7 +34,7 @@ pub enum Source {
     Eas,
 }
 
-/// Consumes the webhook's signal queue, a batch at a time, until it closes.
+/// Consumes the webhook's signals (the admission queue's signal lane), a batch at a time, until it closes.
 pub async fn webhook_signals(ctx: Arc<Context>, mut signals: SignalReceiver) {
     let mut batch = Vec::new();
     while signals.next_batch(&mut batch).await {

@@ -21,10 +21,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use eviction_autoscaler_shared::admission::AdmissionReceiver;
 use eviction_autoscaler_shared::config::Config;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::health::Readiness;
-use eviction_autoscaler_shared::signal::SignalReceiver;
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -41,7 +41,6 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use self::admission::AdmissionReceiver;
 use self::caches::{
     reflect, trim_deployment, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb, trim_scaled_object,
 };
@@ -84,15 +83,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A controller ready to run: metrics registered, admission queue created.
+/// A controller ready to run: metrics registered.
 pub struct Controller {
     config: watch::Receiver<Arc<Config>>,
     reconfigure: watch::Sender<Arc<Config>>,
     client: Client,
     readiness: Readiness,
     metrics: Metrics,
-    admissions: AdmissionReceiver,
-    admission_queue: admission::AdmissionQueue,
     lease_timings: LeaseTimings,
     identity: String,
 }
@@ -102,7 +99,6 @@ impl Controller {
     pub fn new(config: Arc<Config>, client: Client, readiness: Readiness, registry: &mut Registry) -> Self {
         let metrics = Metrics::new();
         metrics.register(registry);
-        let (admission_queue, admissions) = admission::admission_queue(1024);
         let pod = std::env::var("POD_NAME")
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_else(|_| "eviction-autoscaler".into());
@@ -114,16 +110,9 @@ impl Controller {
             client,
             readiness,
             metrics,
-            admissions,
-            admission_queue,
             lease_timings: LeaseTimings::default(),
             identity,
         }
-    }
-
-    /// The handler the webhook calls for admitted Deployments and PDBs.
-    pub fn admission_handler(&self) -> admission::AdmissionQueue {
-        self.admission_queue.clone()
     }
 
     /// Where a changed configuration goes (the `--config` file re-read): every Deployment
@@ -150,14 +139,15 @@ impl Controller {
         self
     }
 
-    /// Runs until `shutdown` completes: caches on this replica, writes while holding the
-    /// Lease; releases the Lease before returning.
+    /// Runs until `shutdown` completes: takes what the webhook hands over (`admitted`), keeps
+    /// caches on this replica, writes while holding the Lease; releases the Lease before
+    /// returning.
     pub async fn run(
         self,
-        signals: SignalReceiver,
+        admitted: AdmissionReceiver,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
-        let Controller { config, client, readiness, metrics, admissions, identity, lease_timings, .. } = self;
+        let Controller { config, client, readiness, metrics, identity, lease_timings, .. } = self;
         let (caches, writers) = caches::caches();
         let config_changes = config.clone();
         let config = config.borrow().clone();
@@ -221,10 +211,11 @@ impl Controller {
         tasks.spawn(watch_keda(ctx.clone()));
         tasks.spawn(watch_own_crd(ctx.clone()));
         tasks.spawn(sync_then_work(ctx.clone(), readiness.clone()));
-        // Intake ends when the webhook drops its queues; that is not a failure.
+        // Intake ends when the webhook drops its queue; that is not a failure.
+        let AdmissionReceiver { signals, objects } = admitted;
         let intake = [
             tokio::spawn(intake::webhook_signals(ctx.clone(), signals)),
-            tokio::spawn(admission::consume(ctx.clone(), admissions)),
+            tokio::spawn(admission::consume(ctx.clone(), objects)),
         ];
         let lease_task = config.leader_elect.then(|| {
             let lease = LeaseConfig {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eviction_autoscaler_controller::Controller;
+use eviction_autoscaler_shared::admission::{AdmissionQueue, admission_queue};
 use eviction_autoscaler_shared::config::{Config, SettingsArgs};
 use eviction_autoscaler_shared::health::Readiness;
-use eviction_autoscaler_shared::signal::{SignalSender, signal_queue};
 use kube_sim::{RequestRecord, Server, ServerOptions};
 use prometheus_client::registry::Registry;
 use tokio::sync::oneshot;
@@ -75,10 +75,10 @@ pub fn config(cooldown: &str, max_hold: &str) -> Arc<Config> {
 pub struct Running {
     pub stop: Option<oneshot::Sender<()>>,
     pub task: JoinHandle<Result<(), eviction_autoscaler_controller::Error>>,
-    pub signals: SignalSender,
     pub readiness: Readiness,
-    /// Where the webhook hands admitted objects over (before the apiserver stores them).
-    pub admissions: eviction_autoscaler_controller::AdmissionQueue,
+    /// Where the webhook hands evictions and admitted objects over (before the apiserver
+    /// stores them).
+    pub admissions: AdmissionQueue,
     /// The registry the controller's metrics were registered in.
     pub registry: Registry,
 }
@@ -115,13 +115,12 @@ pub async fn start_custom(
     let readiness = Readiness::new();
     let mut registry = Registry::with_prefix("eviction_autoscaler");
     let controller = adjust(Controller::new(config, client, readiness.clone(), &mut registry));
-    let admissions = controller.admission_handler();
-    let (signals, receiver) = signal_queue(64);
+    let (admissions, receiver) = admission_queue(64, 64);
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(controller.run(receiver, async move {
         let _ = stopped.await;
     }));
-    Running { stop: Some(stop), task, signals, readiness, admissions, registry }
+    Running { stop: Some(stop), task, readiness, admissions, registry }
 }
 
 /// Polls `check` until it returns `Some`, or fails the test naming `what`.

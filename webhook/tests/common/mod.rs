@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use eviction_autoscaler_shared::admission::AdmissionHandler;
+use eviction_autoscaler_shared::admission::{AdmissionHandler, Signal};
 use eviction_autoscaler_webhook::Metrics;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -19,14 +19,25 @@ pub fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
 }
 
-/// Records what the webhook hands over.
+/// Records what the webhook hands over; signals up to a capacity, as the controller's queue
+/// takes them (beyond it they are refused until one is taken).
 #[derive(Default)]
 pub struct RecordingHandler {
+    pub signals: Mutex<std::collections::VecDeque<Signal>>,
+    pub signal_capacity: usize,
     pub deployments: Mutex<Vec<Deployment>>,
     pub pdbs: Mutex<Vec<PodDisruptionBudget>>,
 }
 
 impl AdmissionHandler for RecordingHandler {
+    fn eviction(&self, signal: Signal) -> bool {
+        let mut signals = self.signals.lock().unwrap_or_else(|p| p.into_inner());
+        let room = signals.len() < self.signal_capacity;
+        if room {
+            signals.push_back(signal);
+        }
+        room
+    }
     fn deployment_created(&self, deployment: Deployment) {
         self.deployments.lock().unwrap_or_else(|p| p.into_inner()).push(deployment);
     }
@@ -37,7 +48,14 @@ impl AdmissionHandler for RecordingHandler {
 
 impl RecordingHandler {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
+        Self::with_signal_capacity(64)
+    }
+    pub fn with_signal_capacity(signal_capacity: usize) -> Arc<Self> {
+        Arc::new(Self { signal_capacity, ..Self::default() })
+    }
+    /// Takes the oldest signal handed over.
+    pub fn take_signal(&self) -> Option<Signal> {
+        self.signals.lock().unwrap_or_else(|p| p.into_inner()).pop_front()
     }
     pub fn deployment_names(&self) -> Vec<String> {
         let list = self.deployments.lock().unwrap_or_else(|p| p.into_inner());

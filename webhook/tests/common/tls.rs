@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eviction_autoscaler_shared::health::Readiness;
-use eviction_autoscaler_shared::signal::{SignalReceiver, signal_queue};
 use eviction_autoscaler_webhook::certs::GeneratedCerts;
 use eviction_autoscaler_webhook::{Error, Metrics, ServeSettings, WebhookServer, WebhookState, router};
 use http::{Request, StatusCode};
@@ -27,7 +26,7 @@ pub struct Running {
     pub addr: SocketAddr,
     pub metrics: Metrics,
     pub readiness: Readiness,
-    pub signals: SignalReceiver,
+    pub handler: Arc<RecordingHandler>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), Error>>>,
 }
@@ -79,11 +78,10 @@ pub async fn start(settings: ServeSettings) -> Running {
 
 /// Starts the server with `app` instead of the webhook router when given.
 pub async fn start_with(settings: ServeSettings, app: Option<axum::Router>) -> Running {
-    let (sender, signals) = signal_queue(64);
+    let handler = RecordingHandler::new();
     let metrics = Metrics::new();
     let readiness = Readiness::new();
-    let app =
-        app.unwrap_or_else(|| router(WebhookState::new(sender, RecordingHandler::new(), metrics.clone())));
+    let app = app.unwrap_or_else(|| router(WebhookState::new(handler.clone(), metrics.clone())));
     let server = WebhookServer::bind(settings, metrics.clone(), readiness.clone())
         .await
         .unwrap_or_else(|e| panic!("bind: {e}"));
@@ -92,7 +90,7 @@ pub async fn start_with(settings: ServeSettings, app: Option<axum::Router>) -> R
     let task = tokio::spawn(server.run(app, async move {
         let _ = shutdown_rx.await;
     }));
-    Running { addr, metrics, readiness, signals, shutdown: Some(shutdown_tx), task: Some(task) }
+    Running { addr, metrics, readiness, handler, shutdown: Some(shutdown_tx), task: Some(task) }
 }
 
 /// Generates a CA + serving cert for localhost / 127.0.0.1 into `dir`.
