@@ -29,8 +29,10 @@ use crate::eas::pdb_covers;
 /// loop (`runtime::drain`).
 #[derive(Debug, Default)]
 pub struct Queues {
-    /// Deployments: the surge state machine, then their default PDB.
+    /// Deployments: the surge state machine.
     pub deployments: WorkQueue,
+    /// Deployments whose default PDB is due (after each of their surge evaluations).
+    pub default_pdbs: WorkQueue,
     /// PDBs: hand-over, the PDB of a deleted Deployment.
     pub pdbs: WorkQueue,
     /// Nodes that started draining, as `("", node)`: the Deployments with pods on them.

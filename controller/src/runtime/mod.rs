@@ -57,7 +57,8 @@ const KEDA_CRD: &str = "scaledobjects.keda.sh";
 /// Most Deployments evaluated at once.
 const MAX_CONCURRENT_EVALUATIONS: usize = 8;
 
-/// Most PDBs evaluated at once (hand-overs, PDBs of deleted Deployments).
+/// Most default PDBs, and apart from them most PDBs (hand-overs, PDBs of deleted
+/// Deployments), evaluated at once.
 const MAX_CONCURRENT_PDB_EVALUATIONS: usize = 4;
 
 /// Longest one evaluation of a Deployment may take, API calls included: below the apiserver's
@@ -275,6 +276,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
         follow_leadership(&ctx),
         follow_config(&ctx),
         drain(&ctx, &ctx.queues.deployments, MAX_CONCURRENT_EVALUATIONS, evaluate),
+        drain(&ctx, &ctx.queues.default_pdbs, MAX_CONCURRENT_PDB_EVALUATIONS, evaluate_default_pdb),
         drain(&ctx, &ctx.queues.pdbs, MAX_CONCURRENT_PDB_EVALUATIONS, evaluate_pdb),
         drain(&ctx, &ctx.queues.draining_nodes, 2, intake::pods_on_draining_node),
         drain(&ctx, &ctx.queues.eas_signals, 2, intake::eas_signal),
@@ -349,55 +351,58 @@ where
     }
 }
 
-/// One evaluation of Deployment `key` (surge state machine, then its default PDB), bounded by
-/// [`EVALUATION_TIMEOUT`]; schedules the next one.
+/// One surge evaluation of Deployment `key`, bounded by [`EVALUATION_TIMEOUT`]; schedules the
+/// next one, and then its default PDB.
 async fn evaluate(ctx: Arc<Context>, key: Key) {
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
-    let result = async {
-        let next = timed(&ctx, "surge", deadline, surge::reconcile(&ctx, &key)).await?;
-        if let Some(uid) = ctx.default_pdbs.crd_uid() {
-            let default_pdb = async { Ok(pdb::reconcile_deployment(&ctx, &key, &uid).await?) };
-            timed(&ctx, "pdb", deadline, default_pdb).await?;
+    let result = timed(&ctx, "surge", deadline, surge::reconcile(&ctx, &key)).await;
+    if let Ok(next) = &result {
+        if let Some(at) = next {
+            ctx.queues.deployments.schedule(key.clone(), instant_at(*at));
         }
-        Ok::<_, Error>(next)
+        ctx.queues.default_pdbs.schedule_now(key.clone());
     }
-    .await;
-    match result {
-        Ok(next) => {
-            ctx.queues.deployments.succeeded(&key);
-            if let Some(at) = next {
-                ctx.queues.deployments.schedule(key, instant_at(at));
-            }
-        }
-        // The gate closed: demoted (the loop then drops the key, the new holder evaluates it),
-        // or a Lease renewal running late that may still succeed. Nothing was sent; try soon.
-        Err(e) if e.is_not_leader() => {
-            debug!(namespace = %key.0, deployment = %key.1, "{e}");
-            ctx.queues.deployments.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
-        }
-        Err(e) => {
-            let backoff = ctx.queues.deployments.retry(key.clone());
-            warn!(namespace = %key.0, deployment = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
-        }
-    }
+    settle(&ctx.queues.deployments, key, result.map(|_| ()));
     if !ctx.may_write() {
         ctx.forget_surges(); // demoted while evaluating: what it counted is not ours
     }
 }
 
+/// The default PDB of Deployment `key` (after each of its surge evaluations), bounded by
+/// [`EVALUATION_TIMEOUT`].
+async fn evaluate_default_pdb(ctx: Arc<Context>, key: Key) {
+    let Some(uid) = ctx.default_pdbs.crd_uid() else { return };
+    let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
+    let reconcile = async { Ok(pdb::reconcile_deployment(&ctx, &key, &uid).await?) };
+    let result = timed(&ctx, "pdb", deadline, reconcile).await;
+    settle(&ctx.queues.default_pdbs, key, result);
+}
+
 /// One evaluation of PDB `key`: a default PDB handed over (`ownedBy` removed) or left by its
-/// Deployment. Failures are logged; the PDB's next event, a new Lease holder or a
-/// configuration change brings it back.
+/// Deployment, bounded by [`EVALUATION_TIMEOUT`].
 async fn evaluate_pdb(ctx: Arc<Context>, key: Key) {
     let Some(cached) = ctx.caches.pdbs.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
     let reconcile = async { Ok(pdb::reconcile_pdb(&ctx, &cached).await?) };
-    match timed(&ctx, "pdb", deadline, reconcile).await {
-        Ok(()) => {}
+    let result = timed(&ctx, "pdb", deadline, reconcile).await;
+    settle(&ctx.queues.pdbs, key, result);
+}
+
+/// After an evaluation of `key` from `queue`: a success clears its back-off; a write the gate
+/// refused is tried again soon (demoted: the loop then drops the key and the new holder
+/// evaluates it; a Lease renewal running late may still succeed; nothing was sent); any other
+/// failure is retried with back-off.
+fn settle(queue: &WorkQueue, key: Key, result: Result<(), Error>) {
+    match result {
+        Ok(()) => queue.succeeded(&key),
         Err(e) if e.is_not_leader() => {
-            ctx.queues.pdbs.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
+            debug!(namespace = %key.0, name = %key.1, "{e}");
+            queue.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
         }
-        Err(e) => warn!(namespace = %key.0, pdb = %key.1, error = %e, "PDB reconcile failed"),
+        Err(e) => {
+            let backoff = queue.retry(key.clone());
+            warn!(namespace = %key.0, name = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
+        }
     }
 }
 

@@ -106,7 +106,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         let now = Instant::now();
         if let Some(at) = ctx.default_pdbs.create_blocked_until(key, now) {
             info!(wait = ?at - now, "the default PDB vanished soon after we created it: creating it again after a back-off");
-            ctx.queues.deployments.schedule(key.clone(), at);
+            ctx.queues.default_pdbs.schedule(key.clone(), at);
             return Ok(());
         }
         // The owner re-read: a CRD deleted or replaced a moment ago (its watch event still on
@@ -116,7 +116,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         if live_crd.as_deref() != Some(crd_uid) {
             info!(crd_uid = ?live_crd, "the EvictionAutoScaler CRD changed: planning again with it");
             ctx.default_pdbs.set_crd_uid(live_crd);
-            ctx.queues.deployments.schedule_now(key.clone());
+            ctx.queues.default_pdbs.schedule_now(key.clone());
             return Ok(());
         }
         // Exactly once: a user PDB created a moment ago may not be in the cache yet, and a
@@ -130,7 +130,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         plan = pdb::plan_deployment(&deployment, autoscaler.as_ref(), &fresh, &ctx.config(), crd_uid);
     }
     if let Some(at) = view.admitted_until {
-        ctx.queues.deployments.schedule(key.clone(), at);
+        ctx.queues.default_pdbs.schedule(key.clone(), at);
     }
     publish(ctx, &ctx.client, &plan.events).await;
     let action_event = plan.action_event();
@@ -157,7 +157,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
             }
         }
         Performed::AlreadyDone => {}
-        Performed::Lost => ctx.queues.deployments.schedule_now(key.clone()),
+        Performed::Lost => ctx.queues.default_pdbs.schedule_now(key.clone()),
     }
     Ok(())
 }
