@@ -109,6 +109,43 @@ async fn default_pdb_is_created_retired_by_a_user_pdb_and_removed_with_its_deplo
 /// The webhook hands a PDB over at admission, before the apiserver stores it. Ours, retired for
 /// it, must not be re-created in between (two PDBs on a pod fail every eviction): it counts as
 /// stored for a while, and when it never lands (refused after the webhooks) ours comes back.
+/// An HPA scales only the Deployment of its own namespace: one elsewhere that names a
+/// Deployment of the same name must not set this one's default `minAvailable`.
+#[tokio::test]
+async fn an_hpa_in_another_namespace_does_not_size_the_default_pdb() {
+    let sim = Sim::start().await;
+    sim.seed(DEPLOYMENT).await;
+    sim.seed(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: other}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 5
+"#,
+    )
+    .await;
+    let running = start_controller(&sim, config()).await;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(sim.client().await, "apps");
+    let created = eventually("default PDB created", WAIT, || async {
+        pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()
+    })
+    .await;
+    let min_available = created.spec.and_then(|s| s.min_available);
+    assert_eq!(
+        min_available,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(2)),
+        "sized by apps/web's 2 replicas, not by other/web's HPA minimum"
+    );
+    running.stop().await;
+}
+
 #[tokio::test]
 async fn a_pdb_retired_at_admission_is_not_recreated_before_the_admitted_pdb_lands() {
     use eviction_autoscaler_shared::admission::AdmissionHandler as _;

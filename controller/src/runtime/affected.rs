@@ -34,12 +34,10 @@ pub fn by_deployment(event: &Event<Deployment>, caches: &Caches) -> Due {
         Event::Delete(d) => {
             let Some(key) = key_of(d) else { return Due::default() };
             let pdbs = caches
-                .pdbs
-                .state()
+                .pdbs_in(&key.0)
                 .iter()
-                .filter(|p| p.metadata.namespace.as_deref() == Some(key.0.as_str()))
                 .filter(|p| crate::pdb::is_ours(&p.metadata))
-                .filter_map(|p| pdb_key(p))
+                .filter_map(pdb_key)
                 .collect();
             // Evaluated once more too: an autoscaler it left surged is restored.
             Due { deployments: vec![key], pdbs }

@@ -101,18 +101,30 @@ impl Caches {
             .collect()
     }
 
+    /// Cached HPAs in `namespace` (an HPA scales only a Deployment of its own namespace).
+    pub fn hpas_in(&self, namespace: &str) -> Vec<HorizontalPodAutoscaler> {
+        in_namespace(&self.hpas.state(), namespace)
+    }
+
+    /// Cached PDBs in `namespace`.
+    pub fn pdbs_in(&self, namespace: &str) -> Vec<PodDisruptionBudget> {
+        in_namespace(&self.pdbs.state(), namespace)
+    }
+
     /// ScaledObjects in `namespace` (none while KEDA is not installed).
     pub fn scaled_objects_in(&self, namespace: &str) -> Vec<ScaledObject> {
         let Ok(guard) = self.scaled_objects.read() else { return Vec::new() };
-        guard.as_ref().map_or_else(Vec::new, |store| {
-            store
-                .state()
-                .iter()
-                .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
-                .map(|s| (**s).clone())
-                .collect()
-        })
+        guard.as_ref().map_or_else(Vec::new, |store| in_namespace(&store.state(), namespace))
     }
+}
+
+/// Copies of the cached `objects` in `namespace`.
+fn in_namespace<K: Resource + Clone>(objects: &[Arc<K>], namespace: &str) -> Vec<K> {
+    objects
+        .iter()
+        .filter(|o| o.meta().namespace.as_deref() == Some(namespace))
+        .map(|o| (**o).clone())
+        .collect()
 }
 
 /// Drops what no decision reads from a Deployment: the pod template's spec (containers,

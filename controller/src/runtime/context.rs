@@ -171,14 +171,9 @@ impl Context {
 
     /// Cached PDBs covering the pods of `deployment`.
     pub fn covering_pdbs(&self, deployment: &Deployment) -> Vec<PodDisruptionBudget> {
-        let mut pdbs: Vec<PodDisruptionBudget> = self
-            .caches
-            .pdbs
-            .state()
-            .iter()
-            .filter(|p| pdb_covers(p, deployment))
-            .map(|p| (**p).clone())
-            .collect();
+        let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
+        let mut pdbs = self.caches.pdbs_in(namespace);
+        pdbs.retain(|p| pdb_covers(p, deployment));
         pdbs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         pdbs
     }

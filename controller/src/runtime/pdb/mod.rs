@@ -77,14 +77,7 @@ fn view(ctx: &Context, namespace: &str) -> View {
         },
         |n| (*n).clone(),
     );
-    let cached = ctx
-        .caches
-        .pdbs
-        .state()
-        .iter()
-        .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
-        .map(|p| (**p).clone())
-        .collect();
+    let cached = ctx.caches.pdbs_in(namespace);
     let (admitted, admitted_until) = ctx.default_pdbs.admitted(namespace);
     let deployments = ctx.caches.deployments_in(namespace).iter().map(|d| (**d).clone()).collect();
     View { namespace: ns, pdbs: with_admitted(cached, &admitted), deployments, admitted_until }
@@ -95,7 +88,7 @@ fn view(ctx: &Context, namespace: &str) -> View {
 pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Result<(), kube::Error> {
     let Some(deployment) = ctx.deployment(key) else { return Ok(()) };
     let view = view(ctx, &key.0);
-    let hpas: Vec<_> = ctx.caches.hpas.state().iter().map(|h| (**h).clone()).collect();
+    let hpas = ctx.caches.hpas_in(&key.0);
     let scaled_objects = ctx.caches.scaled_objects_in(&key.0);
     let autoscaler = autoscaler_of(&deployment, &hpas, &scaled_objects);
     let namespace_view =
@@ -213,7 +206,7 @@ pub async fn admitted_deployment(
     let view = view(ctx, &namespace);
     let namespace_view =
         NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
-    let hpas: Vec<_> = ctx.caches.hpas.state().iter().map(|h| (**h).clone()).collect();
+    let hpas = ctx.caches.hpas_in(&namespace);
     let scaled_objects = ctx.caches.scaled_objects_in(&namespace);
     let autoscaler = autoscaler_of(deployment, &hpas, &scaled_objects);
     let plan =

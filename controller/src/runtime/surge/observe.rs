@@ -61,14 +61,7 @@ pub async fn observe(
     now: Timestamp,
 ) -> Result<(Observed, Recalled), kube::Error> {
     let (namespace, name) = key;
-    let hpas: Vec<_> = ctx
-        .caches
-        .hpas
-        .state()
-        .iter()
-        .filter(|h| h.metadata.namespace.as_deref() == Some(namespace))
-        .map(|h| (**h).clone())
-        .collect();
+    let hpas = ctx.caches.hpas_in(namespace);
     let scaled_objects = ctx.caches.scaled_objects_in(namespace);
     let surge_active = scaler::detect(&deployment, &hpas, &scaled_objects)
         .is_ok_and(|s| SurgeState::read(s.annotations()).active());

@@ -135,16 +135,8 @@ fn record_overdue(ctx: &Context, key: &Key, observed: &Observed, plan: &Plan, no
 /// restore it (the same revert the state machine plans for an out-of-scope Deployment).
 async fn release_orphaned_autoscaler(ctx: &Context, key: &Key) -> Result<(), kube::Error> {
     let (namespace, name) = key;
-    let hpas: Vec<_> = ctx
-        .caches
-        .hpas
-        .state()
-        .iter()
-        .filter(|h| {
-            h.metadata.namespace.as_deref() == Some(namespace.as_str()) && hpa_targets_deployment(h, name)
-        })
-        .map(|h| (**h).clone())
-        .collect();
+    let hpas: Vec<_> =
+        ctx.caches.hpas_in(namespace).into_iter().filter(|h| hpa_targets_deployment(h, name)).collect();
     let scaled_objects: Vec<_> =
         ctx.caches.scaled_objects_in(namespace).into_iter().filter(|s| s.targets_deployment(name)).collect();
     let mut stub = Deployment::default();
