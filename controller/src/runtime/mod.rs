@@ -1,18 +1,21 @@
-//! The controller runtime: caches, leader election, signal intake and the evaluation loop.
+//! The controller runtime: the [`Controller`] and its tasks — caches, leader election, intake
+//! — and the loops that drain each reconciler's queue (`surge/`, `pdb/`). See README.md, "The
+//! runtime in one picture".
 
-pub mod admission;
-pub mod affected;
-pub mod caches;
-pub mod context;
-pub mod intake;
+mod admission;
+mod affected;
+mod caches;
+mod context;
+mod crds;
+mod intake;
 pub mod leader;
 pub mod metrics;
 mod nodes;
 mod pdb;
-pub mod queue;
+mod queue;
 mod recent;
-pub mod recorder;
-pub mod surge;
+mod recorder;
+pub(crate) mod surge;
 pub mod write;
 
 use std::collections::{HashMap, HashSet};
@@ -25,34 +28,25 @@ use eviction_autoscaler_shared::admission::AdmissionReceiver;
 use eviction_autoscaler_shared::config::Config;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::health::Readiness;
-use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{WatchStreamExt, reflector, watcher};
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use self::caches::{
-    reflect, trim_deployment, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb, trim_scaled_object,
-};
+use self::caches::{reflect, trim_deployment, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb};
 use self::context::Context;
 use self::leader::{LeaseConfig, LeaseTimings};
 use self::metrics::Metrics;
 use self::queue::{Key, WorkQueue};
 use crate::error::Error;
-use crate::keda::ScaledObject;
-
-/// Name of KEDA's ScaledObject CRD.
-const KEDA_CRD: &str = "scaledobjects.keda.sh";
 
 /// Most Deployments evaluated at once.
 const MAX_CONCURRENT_EVALUATIONS: usize = 8;
@@ -209,8 +203,8 @@ impl Controller {
                 move |e| intake::on_eas(&c, e),
             ));
         }
-        tasks.spawn(watch_keda(ctx.clone()));
-        tasks.spawn(watch_own_crd(ctx.clone()));
+        tasks.spawn(crds::watch_keda(ctx.clone()));
+        tasks.spawn(crds::watch_own_crd(ctx.clone()));
         tasks.spawn(sync_then_work(ctx.clone(), readiness.clone()));
         // Intake ends when the webhook drops its queue; that is not a failure.
         let AdmissionReceiver { signals, objects } = admitted;
@@ -425,67 +419,4 @@ async fn timed<T>(
 pub(super) fn instant_at(at: Timestamp) -> tokio::time::Instant {
     let ahead = at.duration_since(Timestamp::now());
     tokio::time::Instant::now() + Duration::try_from(ahead).unwrap_or(Duration::ZERO)
-}
-
-/// Keeps the EvictionAutoScaler CRD's UID current: deleted or being deleted (an uninstall, or a
-/// reinstall that replaces it), no default PDB is created with the vanishing owner, which the
-/// garbage collector would delete at once, and no EvictionAutoScaler; created again, its new UID
-/// is the owner.
-async fn watch_own_crd(ctx: Arc<Context>) {
-    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", pdb::EAS_CRD));
-    let mut stream = std::pin::pin!(watcher(crds, config).default_backoff());
-    // A re-list reports what exists, not what was deleted meanwhile.
-    let mut listed = false;
-    while let Some(event) = stream.next().await {
-        let uid = match event {
-            Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => {
-                listed = true;
-                pdb::live_uid(&crd)
-            }
-            Ok(watcher::Event::Init) => {
-                listed = false;
-                continue;
-            }
-            Ok(watcher::Event::InitDone) if listed => continue,
-            Ok(watcher::Event::Delete(_) | watcher::Event::InitDone) => None,
-            Err(_) => continue,
-        };
-        if ctx.default_pdbs.crd_uid() == uid {
-            continue;
-        }
-        match &uid {
-            Some(uid) => info!(%uid, "the EvictionAutoScaler CRD is installed: it owns the default PDBs"),
-            None => warn!("the EvictionAutoScaler CRD is gone: no default PDB is created until it is back"),
-        }
-        ctx.default_pdbs.set_crd_uid(uid);
-        ctx.schedule_all();
-    }
-}
-
-/// Watches for KEDA's CRD; once it exists (also when KEDA is installed after we started),
-/// keeps the ScaledObject cache too, in this task so it ends with the controller.
-async fn watch_keda(ctx: Arc<Context>) {
-    let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
-    let config = watcher::Config::default().fields(&format!("metadata.name={KEDA_CRD}"));
-    let mut events = std::pin::pin!(watcher(crds, config).default_backoff().applied_objects());
-    let installed = tokio::sync::Notify::new();
-    let crd = async {
-        while let Some(event) = events.next().await {
-            if event.is_ok() {
-                installed.notify_one();
-            }
-        }
-    };
-    let cache = async {
-        installed.notified().await;
-        info!("KEDA is installed: watching ScaledObjects");
-        let (store, writer) = reflector::store::<ScaledObject>();
-        if let Ok(mut slot) = ctx.caches.scaled_objects.write() {
-            *slot = Some(store);
-        }
-        let api = Api::<ScaledObject>::all(ctx.client.clone());
-        reflect(api, writer, trim_scaled_object, |e| intake::on_scaled_object(&ctx, e)).await;
-    };
-    tokio::join!(crd, cache);
 }

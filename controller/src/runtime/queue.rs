@@ -60,13 +60,9 @@ impl WorkQueue {
     }
 
     /// Number of keys waiting.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         lock(&self.due).len()
-    }
-
-    /// Whether nothing is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Waits for the next due key and removes it.
@@ -121,7 +117,7 @@ mod tests {
             Instant::now() >= start + Duration::from_secs(10)
                 && Instant::now() < start + Duration::from_secs(60)
         );
-        assert!(q.is_empty());
+        assert_eq!(q.len(), 0);
     }
 
     #[tokio::test(start_paused = true)]
