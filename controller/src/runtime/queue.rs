@@ -1,8 +1,9 @@
-//! A keyed timer queue: each key is due at most once, at its earliest requested time. Watch
-//! events schedule "now"; plans schedule their `next_check`; failed evaluations are retried
-//! with back-off. One consumer.
+//! A keyed timer queue: each key is due at most once, at its earliest requested time, and
+//! keys come out in the order they fall due (O(log n) per operation). Watch events schedule
+//! "now"; plans schedule their `next_check`; failed evaluations are retried with back-off.
+//! One consumer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -14,10 +15,17 @@ use super::{MAX_BACKOFF, lock};
 /// A Deployment, as `(namespace, name)`.
 pub type Key = (String, String);
 
+/// The keys waiting: when each is due, and the same ordered by that time.
+#[derive(Debug, Default)]
+struct Due {
+    at: HashMap<Key, Instant>,
+    order: BTreeSet<(Instant, Key)>,
+}
+
 /// The queue.
 #[derive(Debug, Default)]
 pub struct WorkQueue {
-    due: Mutex<HashMap<Key, Instant>>,
+    due: Mutex<Due>,
     /// Consecutive failed evaluations per key (back-off).
     failures: Mutex<HashMap<Key, u32>>,
     notify: Notify,
@@ -27,10 +35,18 @@ impl WorkQueue {
     /// Makes `key` due at `at`, unless it is already due earlier.
     pub fn schedule(&self, key: Key, at: Instant) {
         let mut due = lock(&self.due);
-        let entry = due.entry(key).or_insert(at);
-        if at < *entry {
-            *entry = at;
+        let Due { at: times, order } = &mut *due;
+        match times.get_mut(&key) {
+            Some(current) if *current <= at => return,
+            Some(current) => {
+                order.remove(&(*current, key.clone()));
+                *current = at;
+            }
+            None => {
+                times.insert(key.clone(), at);
+            }
         }
+        order.insert((at, key));
         drop(due);
         self.notify.notify_one();
     }
@@ -62,7 +78,7 @@ impl WorkQueue {
     /// Number of keys waiting.
     #[cfg(test)]
     fn len(&self) -> usize {
-        lock(&self.due).len()
+        lock(&self.due).at.len()
     }
 
     /// Waits for the next due key and removes it.
@@ -70,13 +86,14 @@ impl WorkQueue {
         loop {
             let earliest = {
                 let mut due = lock(&self.due);
-                let now = Instant::now();
-                let ready = due.iter().filter(|(_, at)| **at <= now).map(|(k, _)| k.clone()).next();
-                if let Some(key) = ready {
-                    due.remove(&key);
+                let first = due.order.first().map(|(at, _)| *at);
+                if first.is_some_and(|at| at <= Instant::now())
+                    && let Some((_, key)) = due.order.pop_first()
+                {
+                    due.at.remove(&key);
                     return key;
                 }
-                due.values().min().copied()
+                first
             };
             match earliest {
                 Some(at) => {
@@ -118,6 +135,23 @@ mod tests {
                 && Instant::now() < start + Duration::from_secs(60)
         );
         assert_eq!(q.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn due_keys_come_out_in_the_order_they_fell_due() {
+        let q = WorkQueue::default();
+        let start = Instant::now();
+        for (name, secs) in [("c", 3), ("a", 1), ("b", 2), ("d", 4)] {
+            q.schedule(key(name), start + Duration::from_secs(secs));
+        }
+        q.schedule(key("d"), start); // moved earlier: first
+        tokio::time::advance(Duration::from_secs(10)).await;
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            order.push(q.next().await.1);
+        }
+        assert_eq!(order, ["d", "a", "b", "c"]);
+        assert_eq!(q.len(), 0, "a key moved earlier is due once, not twice");
     }
 
     #[tokio::test(start_paused = true)]
