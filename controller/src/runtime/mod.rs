@@ -39,7 +39,7 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
-use tracing::{debug, info, warn};
+use tracing::{debug, info, info_span, warn};
 
 use self::caches::{reflect, trim_deployment, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb};
 use self::context::Context;
@@ -356,6 +356,7 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
         }
         ctx.queues.default_pdbs.schedule_now(key.clone());
     }
+    let _span = info_span!("surge", namespace = %key.0, deployment = %key.1).entered();
     settle(&ctx.queues.deployments, key, result.map(|_| ()));
     if !ctx.may_write() {
         ctx.forget_surges(); // demoted while evaluating: what it counted is not ours
@@ -369,6 +370,7 @@ async fn evaluate_default_pdb(ctx: Arc<Context>, key: Key) {
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
     let reconcile = async { Ok(pdb::reconcile_deployment(&ctx, &key, &uid).await?) };
     let result = timed(&ctx, "pdb", deadline, reconcile).await;
+    let _span = info_span!("default_pdb", namespace = %key.0, deployment = %key.1).entered();
     settle(&ctx.queues.default_pdbs, key, result);
 }
 
@@ -379,23 +381,25 @@ async fn evaluate_pdb(ctx: Arc<Context>, key: Key) {
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
     let reconcile = async { Ok(pdb::reconcile_pdb(&ctx, &cached).await?) };
     let result = timed(&ctx, "pdb", deadline, reconcile).await;
+    let _span = info_span!("pdb", namespace = %key.0, pdb = %key.1).entered();
     settle(&ctx.queues.pdbs, key, result);
 }
 
-/// After an evaluation of `key` from `queue`: a success clears its back-off; a write the gate
-/// refused is tried again soon (demoted: the loop then drops the key and the new holder
-/// evaluates it; a Lease renewal running late may still succeed; nothing was sent); any other
-/// failure is retried with back-off.
+/// After an evaluation of `key` from `queue` (logged in the caller's span, which names the
+/// object): a success clears its back-off; a write the gate refused is tried again soon
+/// (demoted: the loop then drops the key and the new holder evaluates it; a Lease renewal
+/// running late may still succeed; nothing was sent); any other failure is retried with
+/// back-off.
 fn settle(queue: &WorkQueue, key: Key, result: Result<(), Error>) {
     match result {
         Ok(()) => queue.succeeded(&key),
         Err(e) if e.is_not_leader() => {
-            debug!(namespace = %key.0, name = %key.1, "{e}");
+            debug!("{e}");
             queue.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
         }
         Err(e) => {
-            let backoff = queue.retry(key.clone());
-            warn!(namespace = %key.0, name = %key.1, error = %e, ?backoff, "evaluation failed; retrying");
+            let backoff = queue.retry(key);
+            warn!(error = %e, ?backoff, "evaluation failed; retrying");
         }
     }
 }
