@@ -36,6 +36,8 @@ const BAD: &[(&str, &str)] = &[
     ("lease-namespace", "Bad_NS"),
     ("lease-name", "UPPER"),
     ("log-format", "xml"),
+    ("kube-api-qps", "0"),
+    ("kube-api-burst", "1.5"),
 ];
 
 /// Runs the binary with a clean environment (no inherited settings) plus `env`.

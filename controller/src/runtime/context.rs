@@ -22,7 +22,7 @@ use super::queue::{Key, WorkQueue};
 use super::recent::Recent;
 use super::recorder::Recorder;
 use super::surge::{StatusWrites, SurgeMemory};
-use super::write::{WriteGate, writer};
+use super::write::{RateLimit, WriteGate, writer};
 use crate::eas::pdb_covers;
 
 /// The work queues, one per reconciler, each drained on the Lease holder by its own bounded
@@ -96,9 +96,11 @@ impl Context {
         leader: watch::Receiver<bool>,
     ) -> Self {
         let gate = WriteGate::new();
+        // One limit for every write of the process, as client-go has one per client config.
+        let limit = RateLimit::new(config.clone(), metrics.writes_rate_limited.clone());
         Self {
-            client: writer(client.clone(), Some(gate.clone()), metrics.writes.clone()),
-            any_replica: writer(client, None, metrics.writes.clone()),
+            client: writer(client.clone(), limit.clone(), Some(gate.clone()), metrics.writes.clone()),
+            any_replica: writer(client, limit, None, metrics.writes.clone()),
             gate,
             config,
             recorder,

@@ -98,6 +98,8 @@ pub struct Metrics {
     pub pdb_actions: Family<PdbLabel, Counter>,
     /// API writes, by resource and outcome (counted by `runtime::write`).
     pub writes: Family<WriteLabel, Counter>,
+    /// API writes that waited for the client rate limit (`--kube-api-qps`/`--kube-api-burst`).
+    pub writes_rate_limited: Counter,
     /// Failed reconciles, by reconciler and kind of failure.
     pub reconcile_failures: Family<FailureLabel, Counter>,
     /// How long reconciles took, by reconciler.
@@ -127,6 +129,7 @@ impl Metrics {
             signal_to_scale_latency: Histogram::new(exponential_buckets(0.05, 2.0, 12)),
             pdb_actions: Family::default(),
             writes: Family::default(),
+            writes_rate_limited: Counter::default(),
             reconcile_failures: Family::default(),
             reconcile_duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.005, 2.0, 13))
@@ -172,6 +175,11 @@ impl Metrics {
             self.pdb_actions.clone(),
         );
         registry.register("writes", "API writes, by resource and outcome", self.writes.clone());
+        registry.register(
+            "writes_rate_limited",
+            "API writes that waited for the client rate limit (kube-api-qps, kube-api-burst)",
+            self.writes_rate_limited.clone(),
+        );
         registry.register(
             "reconcile_failures",
             "Failed reconciles, by reconciler and kind of failure",

@@ -1,7 +1,8 @@
 //! Every write the controller makes goes out here: [`writer`] wraps a kube client (a
 //! `tower::service_fn` around it, so no call site can forget) and gives each PATCH, POST, PUT
-//! or DELETE a deadline ([`WRITE_TIMEOUT`]), counts it in `writes_total{kind,outcome}` and —
-//! on the Lease holder's client — lets it out only through the [`WriteGate`]. Reads pass
+//! or DELETE its turn under the client rate limit ([`RateLimit`], shared by every writer of
+//! the process), a deadline ([`WRITE_TIMEOUT`]), counts it in `writes_total{kind,outcome}` and
+//! — on the Lease holder's client — lets it out only through the [`WriteGate`]. Reads pass
 //! untouched.
 //!
 //! The gate is open only while the Lease is surely ours — until shortly before it would run
@@ -13,14 +14,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use eviction_autoscaler_shared::config::Config;
 use http::{Method, Request, Response};
 use kube::Client;
 use kube::client::Body;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use tokio::sync::RwLock;
+use tokio::sync::{RwLock, watch};
 use tokio::time::Instant;
 
+use super::lock;
 use super::metrics::WriteLabel;
 
 /// Longest one write may take: the evaluation that makes it has the same bound
@@ -54,18 +57,18 @@ impl WriteGate {
 
     /// Lets writes start until `until` (each Lease renewal moves it on).
     pub fn open_until(&self, until: Instant) {
-        *self.lock() = Some(until);
+        *lock(&self.open_until) = Some(until);
     }
 
     /// Refuses new writes, then waits until no write is in flight.
     pub async fn close(&self) {
-        *self.lock() = None;
+        *lock(&self.open_until) = None;
         drop(self.in_flight.write().await);
     }
 
     /// Whether a write could start now.
     pub fn is_open(&self) -> bool {
-        self.lock().is_some_and(|until| Instant::now() < until)
+        lock(&self.open_until).is_some_and(|until| Instant::now() < until)
     }
 
     /// A permit for one write, if the gate is open. Checked after joining the writes in
@@ -74,23 +77,68 @@ impl WriteGate {
         let permit = self.in_flight.read().await;
         self.is_open().then_some(permit)
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
-        self.open_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+/// client-go's token bucket (`flowcontrol.NewTokenBucketRateLimiter`): up to `burst` writes at
+/// once, then `qps` per second, each in the order it asked. Both come from the configuration
+/// as it is now, so a changed `--config` file applies without a restart. Lease writes are not
+/// limited: a burst of surges must never delay the renewal that keeps us the holder.
+#[derive(Debug)]
+pub struct RateLimit {
+    config: watch::Receiver<Arc<Config>>,
+    /// Tokens left (negative: writes already promised a later turn), as of when. `None`: full.
+    bucket: Mutex<Option<(f64, Instant)>>,
+    /// Writes that had to wait for their turn.
+    waited: Counter,
+}
+
+impl RateLimit {
+    /// A full bucket sized by `config`; writes that wait are counted in `waited`.
+    pub fn new(config: watch::Receiver<Arc<Config>>, waited: Counter) -> Arc<Self> {
+        Arc::new(Self { config, bucket: Mutex::new(None), waited })
+    }
+
+    /// Waits for one write's turn.
+    async fn acquire(&self) {
+        let (qps, burst) = {
+            let config = self.config.borrow();
+            (config.kube_api_qps, f64::from(config.kube_api_burst))
+        };
+        let wait = {
+            let mut bucket = lock(&self.bucket);
+            let now = Instant::now();
+            let (tokens, at) = bucket.unwrap_or((burst, now));
+            let tokens = (tokens + now.duration_since(at).as_secs_f64() * qps).min(burst) - 1.0;
+            *bucket = Some((tokens, now));
+            (tokens < 0.0).then(|| Duration::from_secs_f64(-tokens / qps))
+        };
+        if let Some(wait) = wait {
+            self.waited.inc();
+            tokio::time::sleep(wait).await;
+        }
     }
 }
 
-/// `client` with every write bounded, counted in `counts` and, given a `gate`, let out only
-/// while it is open.
-pub fn writer(client: Client, gate: Option<Arc<WriteGate>>, counts: Family<WriteLabel, Counter>) -> Client {
+/// `client` with every write taking its turn under `limit`, bounded, counted in `counts` and,
+/// given a `gate`, let out only while it is open.
+pub fn writer(
+    client: Client,
+    limit: Arc<RateLimit>,
+    gate: Option<Arc<WriteGate>>,
+    counts: Family<WriteLabel, Counter>,
+) -> Client {
     let namespace = client.default_namespace().to_owned();
     let service = tower::service_fn(move |request: Request<Body>| {
-        let (client, gate, counts) = (client.clone(), gate.clone(), counts.clone());
+        let (client, limit, gate, counts) = (client.clone(), limit.clone(), gate.clone(), counts.clone());
         async move {
             if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
                 return client.send(request).await.map_err(tower::BoxError::from);
             }
             let mut count = Count { counts, kind: kind_of(request.uri().path()), outcome: "cancelled" };
+            // Before the gate: a write waiting for its turn must not hold back closing it.
+            if count.kind != "leases" {
+                limit.acquire().await;
+            }
             // Held until the answer's headers arrive: by then the write has landed or not.
             let _permit = match &gate {
                 Some(gate) => match gate.enter().await {
@@ -211,6 +259,21 @@ mod tests {
         Request::get("/apis/apps/v1/namespaces/shop/deployments/web").body(Body::empty()).unwrap()
     }
 
+    /// A limit of `qps` writes per second after a burst of `burst`, and its configuration.
+    fn limit(qps: &str, burst: &str) -> (Arc<RateLimit>, watch::Sender<Arc<Config>>) {
+        let args = eviction_autoscaler_shared::config::SettingsArgs {
+            kube_api_qps: Some(qps.into()),
+            kube_api_burst: Some(burst.into()),
+            ..Default::default()
+        };
+        let (config, receiver) = watch::channel(Arc::new(Config::resolve(&args, None).unwrap()));
+        (RateLimit::new(receiver, Counter::default()), config)
+    }
+
+    fn unlimited() -> Arc<RateLimit> {
+        limit("1000000", "1000000").0
+    }
+
     fn is_refused(result: Result<Response<Body>, kube::Error>) -> bool {
         result.is_err_and(|e| is_not_leader(&e))
     }
@@ -220,7 +283,7 @@ mod tests {
         let (server, mut arrivals, answers) = server();
         let gate = WriteGate::new();
         let counts = Family::default();
-        let client = writer(server, Some(gate.clone()), counts.clone());
+        let client = writer(server, unlimited(), Some(gate.clone()), counts.clone());
         gate.open_until(Instant::now() + Duration::from_secs(60));
 
         let in_flight = tokio::spawn({
@@ -251,7 +314,7 @@ mod tests {
         // last renewal set has passed, so nothing goes out before the leader task runs.
         let (server, mut arrivals, answers) = server();
         let gate = WriteGate::new();
-        let client = writer(server, Some(gate.clone()), Family::default());
+        let client = writer(server, unlimited(), Some(gate.clone()), Family::default());
         assert!(is_refused(client.send(write()).await), "a new gate is closed");
         gate.open_until(Instant::now());
         assert!(is_refused(client.send(write()).await), "the deadline has passed");
@@ -270,7 +333,7 @@ mod tests {
     async fn every_write_is_counted_by_kind_and_outcome_and_bounded_in_time() {
         let (server, _arrivals, answers) = server();
         let counts = Family::default();
-        let client = writer(server, None, counts.clone());
+        let client = writer(server, unlimited(), None, counts.clone());
         answers.add_permits(2);
         let conflict = Request::patch("/apis/apps/v1/namespaces/shop/deployments/web")
             .header("x-answer", "409")
@@ -293,6 +356,50 @@ mod tests {
         assert!(dropped.is_err());
         assert_eq!(counted(&counts, "deployments", "cancelled"), 1);
         assert_eq!(counted(&counts, "deployments", "not_leader"), 0, "no gate, nothing refused");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn writes_go_out_in_a_burst_then_at_the_configured_rate_and_leases_never_wait() {
+        let (server, mut arrivals, answers) = server();
+        answers.add_permits(1000);
+        let (limit, config) = limit("2", "3");
+        let client = writer(server, limit.clone(), None, Family::default());
+        let started = Instant::now();
+        let mut sent_at = Vec::new();
+        for _ in 0..5 {
+            client.send(write()).await.unwrap();
+            sent_at.push(started.elapsed().as_millis());
+        }
+        assert_eq!(sent_at, [0, 0, 0, 500, 1000], "a burst of 3, then 2 per second");
+        assert_eq!(limit.waited.get(), 2);
+
+        // The bucket is empty now; a Lease renewal still goes out at once, and reads pass.
+        let renew = Request::put("/apis/coordination.k8s.io/v1/namespaces/ns/leases/ea")
+            .body(Body::from(b"{}".to_vec()))
+            .unwrap();
+        let before = Instant::now();
+        client.send(renew).await.unwrap();
+        client.send(read()).await.unwrap();
+        assert_eq!(before.elapsed(), Duration::ZERO, "leases and reads never wait");
+
+        // A changed configuration applies to the next write.
+        let faster = eviction_autoscaler_shared::config::SettingsArgs {
+            kube_api_qps: Some("100".into()),
+            kube_api_burst: Some("1".into()),
+            ..Default::default()
+        };
+        config.send_replace(Arc::new(Config::resolve(&faster, None).unwrap()));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let before = Instant::now();
+        for _ in 0..3 {
+            client.send(write()).await.unwrap();
+        }
+        let took = before.elapsed();
+        assert!(
+            took >= Duration::from_millis(20) && took < Duration::from_millis(21),
+            "one at once, then one per 10 ms: {took:?}"
+        );
+        while arrivals.try_recv().is_ok() {}
     }
 
     #[test]

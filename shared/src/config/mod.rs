@@ -95,6 +95,12 @@ pub struct SettingsArgs {
     /// Log format: `plain` or `json`.
     #[arg(long, env = "EVICTION_AUTOSCALER_LOG_FORMAT", value_name = "plain|json")]
     pub log_format: Option<String>,
+    /// Sustained API writes per second (client-go's `--kube-api-qps`; leases are exempt).
+    #[arg(long, env = "EVICTION_AUTOSCALER_KUBE_API_QPS", value_name = "QPS")]
+    pub kube_api_qps: Option<String>,
+    /// API writes allowed at once above the sustained rate (client-go's `--kube-api-burst`).
+    #[arg(long, env = "EVICTION_AUTOSCALER_KUBE_API_BURST", value_name = "N")]
+    pub kube_api_burst: Option<String>,
     /// The pod's namespace (downward API); default for --lease-namespace.
     #[arg(long, env = "POD_NAMESPACE", hide = true)]
     pub pod_namespace: Option<String>,
@@ -176,6 +182,8 @@ pub struct Config {
     pub lease_namespace: String,
     pub lease_name: String,
     pub log_format: LogFormat,
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
 }
 
 fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -272,6 +280,8 @@ settings! {
     lease_namespace: "lease-namespace", "EVICTION_AUTOSCALER_LEASE_NAMESPACE", "leaderElection.leaseNamespace", "";
     lease_name: "lease-name", "EVICTION_AUTOSCALER_LEASE_NAME", "leaderElection.leaseName", "eviction-autoscaler";
     log_format: "log-format", "EVICTION_AUTOSCALER_LOG_FORMAT", "log.format", "plain";
+    kube_api_qps: "kube-api-qps", "EVICTION_AUTOSCALER_KUBE_API_QPS", "kubeApi.qps", "20";
+    kube_api_burst: "kube-api-burst", "EVICTION_AUTOSCALER_KUBE_API_BURST", "kubeApi.burst", "100";
 }
 
 /// Keys the Go project's chart has under `controllerConfig` that mean nothing here; accepted so
@@ -392,6 +402,14 @@ impl Config {
                 "plain" => Ok(LogFormat::Plain),
                 "json" => Ok(LogFormat::Json),
                 _ => Err("expected \"plain\" or \"json\"".into()),
+            })?,
+            kube_api_qps: r.parse("kube-api-qps", |v| match v.parse::<f64>() {
+                Ok(qps) if qps.is_finite() && qps > 0.0 => Ok(qps),
+                _ => Err("expected a number of writes per second above 0".into()),
+            })?,
+            kube_api_burst: r.parse("kube-api-burst", |v| match v.parse::<u32>() {
+                Ok(burst) if burst >= 1 => Ok(burst),
+                _ => Err("expected a whole number of writes, at least 1".into()),
             })?,
         };
         if !config.cert_secret.is_empty() {
