@@ -107,7 +107,8 @@ mod tests {
         Config::resolve(&settings, Some(("config.yaml", file))).expect("valid")
     }
 
-    /// Settings the controller reads on every decision (`Context::config()`).
+    /// Settings the controller reads on every decision (`Context::config()`) or write
+    /// (`runtime::write::RateLimit`).
     const LIVE: &[&str] = &[
         "controllerEnabled",
         "pdbCreate",
@@ -120,6 +121,8 @@ mod tests {
         "maxHold",
         "drainTaints",
         "unhealthyPodEvictionPolicy",
+        "kubeApiQps",
+        "kubeApiBurst",
     ];
 
     #[test]

@@ -252,14 +252,18 @@ pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
 }
 
 /// A node started draining (`key` is `("", node)`): the Deployments with pods on it are due,
-/// since their PDB-blocked pods count as displaced before any eviction.
+/// since their PDB-blocked pods count as displaced before any eviction; the drain edge is
+/// their trigger (latency metric).
 pub async fn pods_on_draining_node(ctx: Arc<Context>, key: Key) {
+    let Some(since) = ctx.nodes.draining_since(&key.1) else { return }; // drained no more
     match ctx.nodes.pods_on(&ctx.client, &key.1).await {
         Ok(pods) => {
             for pod in pods.iter() {
                 if let (Some(ns), Some(deployment)) = (pod.metadata.namespace.clone(), owning_deployment(pod))
                 {
-                    ctx.queues.deployments.schedule_now((ns, deployment));
+                    let deployment = (ns, deployment);
+                    ctx.surges.triggered(&deployment, since);
+                    ctx.queues.deployments.schedule_now(deployment);
                 }
             }
         }

@@ -92,7 +92,8 @@ pub struct Metrics {
     pub leader: Gauge,
     /// Deployments currently degraded, by reason.
     pub degraded: Family<ReasonLabel, Gauge>,
-    /// First blocking signal → surge write acknowledged.
+    /// An episode's first trigger (a blocking eviction signal, or the drain edge of a node the
+    /// Deployment has pods on) → surge write acknowledged.
     pub signal_to_scale_latency: Histogram,
     /// Default-PDB actions done, by outcome and reason.
     pub pdb_actions: Family<PdbLabel, Counter>,
@@ -125,8 +126,8 @@ impl Metrics {
             surges_overdue: Gauge::default(),
             leader: Gauge::default(),
             degraded: Family::default(),
-            // 50 ms … ~100 s.
-            signal_to_scale_latency: Histogram::new(exponential_buckets(0.05, 2.0, 12)),
+            // 1 ms … ~65 s.
+            signal_to_scale_latency: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
             pdb_actions: Family::default(),
             writes: Family::default(),
             writes_rate_limited: Counter::default(),
@@ -165,7 +166,7 @@ impl Metrics {
         );
         registry.register_with_unit(
             "signal_to_scale_latency",
-            "Time from the first blocking signal to the acknowledged surge write",
+            "Time from a surge's first trigger (blocking eviction signal or drain edge) to its acknowledged write",
             Unit::Seconds,
             self.signal_to_scale_latency.clone(),
         );

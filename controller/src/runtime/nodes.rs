@@ -1,7 +1,7 @@
 //! Draining nodes: which nodes are draining (from the Node watch) and the pods on them, listed
 //! on demand (there is no Pod cache).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,22 +19,22 @@ const NODE_PODS_TTL: Duration = Duration::from_secs(2);
 /// Pods listed on a node, and when.
 type ListedPods = (Instant, Arc<Vec<Pod>>);
 
-/// The draining nodes and their recently listed pods.
+/// The draining nodes (and since when) and their recently listed pods.
 #[derive(Debug, Default)]
 pub struct DrainingNodes {
-    names: Mutex<BTreeSet<String>>,
+    since: Mutex<BTreeMap<String, Instant>>,
     pods: Mutex<HashMap<String, ListedPods>>,
 }
 
 impl DrainingNodes {
     /// Records the drain state of `node`; returns the previous state.
     pub fn set(&self, node: &str, draining: bool) -> bool {
-        let mut names = lock(&self.names);
-        let was = names.contains(node);
+        let mut since = lock(&self.since);
+        let was = since.contains_key(node);
         if draining {
-            names.insert(node.to_owned());
+            since.entry(node.to_owned()).or_insert_with(Instant::now);
         } else {
-            names.remove(node);
+            since.remove(node);
             lock(&self.pods).remove(node);
         }
         was
@@ -42,12 +42,17 @@ impl DrainingNodes {
 
     /// Draining nodes now.
     pub fn names(&self) -> Vec<String> {
-        lock(&self.names).iter().cloned().collect()
+        lock(&self.since).keys().cloned().collect()
     }
 
     /// Whether `node` is draining.
     pub fn contains(&self, node: &str) -> bool {
-        lock(&self.names).contains(node)
+        lock(&self.since).contains_key(node)
+    }
+
+    /// When `node` was first seen draining, if it still is.
+    pub fn draining_since(&self, node: &str) -> Option<Instant> {
+        lock(&self.since).get(node).copied()
     }
 
     /// Drops every reused pod list, so the next [`Self::pods_on`] reads afresh.

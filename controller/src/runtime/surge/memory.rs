@@ -23,8 +23,9 @@ struct Entry {
     /// Signals recorded so far, and how many of them an evaluation has seen.
     recorded: u64,
     seen: u64,
-    /// When the first blocking signal of the current episode arrived (latency metric).
-    first_blocked_signal: Option<Instant>,
+    /// When the current episode's first trigger came — a blocking signal, or the drain edge of
+    /// a node it has pods on — for the trigger-to-scale latency.
+    first_trigger: Option<Instant>,
     /// When an active surge was first seen without any known signal (hold anchor).
     resumed_at: Option<Timestamp>,
     /// A 403 on our write: its message, and when to try writing again.
@@ -60,6 +61,8 @@ pub struct Recalled {
 pub struct Evaluated {
     /// A surge is active now.
     pub surged: bool,
+    /// No surge is needed (or allowed) now: a trigger so far led to none.
+    pub settled: bool,
     /// The surge ended by `--max-hold` now.
     pub expired: bool,
     /// Some node is draining.
@@ -76,14 +79,14 @@ impl SurgeMemory {
     }
 
     /// Records a signal unless already known (the same pod at the same second); `blocking`:
-    /// its eviction was refused by a budget, which starts the latency measurement.
+    /// its eviction was refused by a budget, a trigger (see [`Self::triggered`]).
     pub fn record_signal(&self, key: &Key, signal: SignaledPod, blocking: bool) -> bool {
         self.with(key, |m| {
             if m.signals.iter().any(|s| s.pod == signal.pod && s.at.as_second() == signal.at.as_second()) {
                 return false;
             }
-            if blocking && signal.displaceable && m.first_blocked_signal.is_none() {
-                m.first_blocked_signal = Some(Instant::now());
+            if blocking && signal.displaceable {
+                m.first_trigger.get_or_insert_with(Instant::now);
             }
             m.signals.push(signal);
             m.recorded += 1;
@@ -138,9 +141,17 @@ impl SurgeMemory {
         self.with(key, |m| m.overdue = overdue);
     }
 
-    /// Ends the latency measurement of `key`: when its first blocking signal came.
-    pub fn take_first_blocked_signal(&self, key: &Key) -> Option<Instant> {
-        self.with(key, |m| m.first_blocked_signal.take())
+    /// Something that may call for a surge of `key` happened `at` (a node it has pods on
+    /// started draining): the latency is measured from the first such moment of an episode.
+    pub fn triggered(&self, key: &Key, at: Instant) {
+        self.with(key, |m| {
+            m.first_trigger.get_or_insert(at);
+        });
+    }
+
+    /// Ends the latency measurement of `key`: when its episode's first trigger came.
+    pub fn take_first_trigger(&self, key: &Key) -> Option<Instant> {
+        self.with(key, |m| m.first_trigger.take())
     }
 
     /// Keeps an evaluation's result, and drops what no longer holds at `now`.
@@ -153,6 +164,10 @@ impl SurgeMemory {
             m.surged = result.surged;
             if !result.surged {
                 m.resumed_at = None;
+            }
+            if result.settled {
+                // Else a drain that needed no surge would date the next episode's latency.
+                m.first_trigger = None;
             }
             if result.expired {
                 m.expired_at = Some(now);
@@ -232,14 +247,34 @@ mod tests {
         let recalled = memory.recall(&key(), now, horizon, false);
         assert!(recalled.signals.is_empty(), "older than the horizon");
         assert_eq!(recalled.forbidden, None, "the pause ended at now");
-        memory.evaluated(
-            &key(),
-            Evaluated { surged: false, expired: true, any_draining: true },
-            now,
-            horizon,
-        );
+        let expired = Evaluated { surged: false, settled: false, expired: true, any_draining: true };
+        memory.evaluated(&key(), expired, now, horizon);
         assert_eq!(memory.recall(&key(), now, horizon, true).expired_at, Some(now));
         assert_eq!(memory.recall(&key(), now, horizon, false).expired_at, None, "no node drains");
         assert!(!memory.knows_signal(&key(), "old", old), "dropped");
+    }
+
+    #[test]
+    fn latency_runs_from_an_episodes_first_trigger_and_a_trigger_that_needed_no_surge_is_dropped() {
+        let memory = SurgeMemory::default();
+        let (now, horizon) = (Timestamp::now(), SignedDuration::from_secs(60));
+        let edge = Instant::now();
+        memory.triggered(&key(), edge);
+        memory.record_signal(&key(), signal("a", now), true);
+        memory.triggered(&key(), Instant::now());
+        assert_eq!(memory.take_first_trigger(&key()), Some(edge), "the drain edge came first");
+        assert_eq!(memory.take_first_trigger(&key()), None, "taken once");
+
+        memory.record_signal(&key(), signal("b", now), false);
+        assert_eq!(memory.take_first_trigger(&key()), None, "an eviction the budget allowed");
+
+        memory.triggered(&key(), edge);
+        let waiting = Evaluated { surged: false, settled: false, expired: false, any_draining: true };
+        memory.evaluated(&key(), waiting, now, horizon);
+        assert_eq!(memory.take_first_trigger(&key()), Some(edge), "kept while a surge may come");
+        memory.triggered(&key(), edge);
+        let idle = Evaluated { surged: false, settled: true, expired: false, any_draining: true };
+        memory.evaluated(&key(), idle, now, horizon);
+        assert_eq!(memory.take_first_trigger(&key()), None, "no surge was needed");
     }
 }

@@ -97,6 +97,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     eas_sync::eas_objects(ctx, key, &observed, plan.surge_value.is_some()).await?;
     let result = Evaluated {
         surged: plan.surge_value.is_some(),
+        settled: matches!(plan.outcome, Outcome::Idle | Outcome::Skipped),
         expired: matches!(plan.outcome, Outcome::Reverted { expired: true }),
         any_draining: !ctx.nodes.names().is_empty(),
     };
@@ -257,7 +258,7 @@ fn record_action(ctx: &Context, key: &Key, plan: &Plan) {
     info!(action, surge_value = ?plan.surge_value, baseline = plan.baseline, annotations = ?plan.annotation_summary(), "scale write acknowledged");
     let started = matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged);
     let ends_episode = started || matches!(plan.outcome, Outcome::Reverted { .. });
-    let first = if ends_episode { ctx.surges.take_first_blocked_signal(key) } else { None };
+    let first = if ends_episode { ctx.surges.take_first_trigger(key) } else { None };
     if let (true, Some(first)) = (started, first) {
         ctx.metrics.signal_to_scale_latency.observe(first.elapsed().as_secs_f64());
     }
