@@ -34,34 +34,39 @@ pub enum Source {
     Eas,
 }
 
-/// Consumes the webhook's signals (the admission queue's signal lane), a batch at a time, until it closes.
+/// Consumes the webhook's signals (the admission queue's signal lane), a batch at a time,
+/// until it closes.
 pub async fn webhook_signals(ctx: Arc<Context>, mut signals: SignalReceiver) {
     let mut batch = Vec::new();
     while signals.next_batch(&mut batch).await {
         for signal in batch.drain(..) {
-            if let Err(e) =
-                handle_signal(&ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await
-            {
-                debug!(pod = %signal.pod, error = %e, "eviction signal not processed");
-            }
+            handle_signal(&ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await;
         }
     }
 }
 
-/// Records one eviction signal: reads the pod, finds its Deployment, remembers the signal,
-/// records it on the EAS (webhook signals, any replica) and schedules the Deployment.
+/// Handles one eviction signal ([`signal_deployment`]) and counts it once handled.
+async fn handle_signal(ctx: &Context, namespace: &str, pod: &str, at: Timestamp, source: Source) {
+    if let Err(e) = signal_deployment(ctx, namespace, pod, at, source).await {
+        debug!(pod, error = %e, "eviction signal not processed");
+    }
+    ctx.metrics.signal(match source {
+        Source::Webhook => "webhook",
+        Source::Eas => "eas",
+    });
+}
+
+/// Gives an eviction signal to the Deployment of the pod: reads the pod, finds its Deployment,
+/// remembers the signal and schedules the Deployment. A webhook signal the budget refused is also recorded on the EAS
+/// (any replica), so the Lease holder sees it; one the budget allowed costs no write.
 #[instrument(skip(ctx))]
-pub async fn handle_signal(
+async fn signal_deployment(
     ctx: &Context,
     namespace: &str,
     pod_name: &str,
     at: Timestamp,
     source: Source,
 ) -> Result<(), kube::Error> {
-    ctx.metrics.signal(match source {
-        Source::Webhook => "webhook",
-        Source::Eas => "eas",
-    });
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
     let Some(pod) = pods.get_opt(pod_name).await? else { return Ok(()) };
     let Some(deployment_name) = owning_deployment(&pod) else {
@@ -87,8 +92,10 @@ pub async fn handle_signal(
         return Ok(()); // known already
     }
     ctx.queues.deployments.schedule_now(key);
-    // Out of scope there is no EAS to record on (the PATCH would only answer 404).
+    // Out of scope there is no EAS to record on (the PATCH would only answer 404); an eviction
+    // the budget allows needs no surge, so the holder need not hear of it.
     if source == Source::Webhook
+        && blocked
         && ctx.namespace_enabled(namespace)
         && let [pdb] = pdbs.as_slice()
     {
@@ -221,9 +228,7 @@ pub async fn eas_signal(ctx: Arc<Context>, key: Key) {
     if Timestamp::now().duration_since(at) > window || last.pod_name.is_empty() {
         return;
     }
-    if let Err(e) = handle_signal(&ctx, &namespace, &last.pod_name, at, Source::Eas).await {
-        debug!(error = %e, "EAS lastEviction signal not processed");
-    }
+    handle_signal(&ctx, &namespace, &last.pod_name, at, Source::Eas).await;
 }
 
 /// Node events: track draining nodes; on the drain edge evaluate the Deployments with pods
