@@ -81,19 +81,6 @@ async fn a_blocked_drain_completes_on_real_kubernetes_and_the_deployment_reverts
             && story[writes[1]].ends_with(" 200"),
         "expected 429, surge, 201, revert: {story:#?}"
     );
-    // The cycle's whole cost in EvictionAutoScaler status writes (its status shows the surge
-    // and the revert): at most those two, counted from the first refused eviction on.
-    let requests = env.requests();
-    let cycle_start = requests.iter().position(|r| r.subresource == "eviction" && r.code == 429);
-    let status_writes: Vec<String> = requests
-        .iter()
-        .skip(cycle_start.unwrap_or(0))
-        .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT) && r.is_write())
-        .filter(|r| r.resource == "evictionautoscalers" && r.subresource == "status")
-        .map(|r| format!("{} {} {}", r.verb, r.name, r.code))
-        .collect();
-    assert!(status_writes.len() <= 2, "at most 2 EAS status writes per surge cycle: {status_writes:#?}");
-
     // The surge as written, from its audited request body.
     let surge = env
         .audit_events()

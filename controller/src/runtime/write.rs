@@ -79,10 +79,16 @@ impl WriteGate {
     }
 }
 
+/// Writes the [`RateLimit`] never holds back: the Lease renewal that keeps us the holder, and
+/// the scale writes (surges and reverts) a drain waits on — at most two per Deployment per
+/// drain, never to be queued behind a bulk of default PDBs, EvictionAutoScalers and Events
+/// (a cluster-wide install onto thousands of Deployments).
+const UNLIMITED_KINDS: &[&str] = &["leases", "deployments", "horizontalpodautoscalers", "scaledobjects"];
+
 /// client-go's token bucket (`flowcontrol.NewTokenBucketRateLimiter`): up to `burst` writes at
 /// once, then `qps` per second, each in the order it asked. Both come from the configuration
-/// as it is now, so a changed `--config` file applies without a restart. Lease writes are not
-/// limited: a burst of surges must never delay the renewal that keeps us the holder.
+/// as it is now, so a changed `--config` file applies without a restart. See
+/// [`UNLIMITED_KINDS`] for what it never holds back.
 #[derive(Debug)]
 pub struct RateLimit {
     config: watch::Receiver<Arc<Config>>,
@@ -136,7 +142,7 @@ pub fn writer(
             }
             let mut count = Count { counts, kind: kind_of(request.uri().path()), outcome: "cancelled" };
             // Before the gate: a write waiting for its turn must not hold back closing it.
-            if count.kind != "leases" {
+            if !UNLIMITED_KINDS.contains(&count.kind.as_str()) {
                 limit.acquire().await;
             }
             // Held until the answer's headers arrive: by then the write has landed or not.
@@ -359,28 +365,35 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn writes_go_out_in_a_burst_then_at_the_configured_rate_and_leases_never_wait() {
+    async fn writes_go_out_in_a_burst_then_at_the_configured_rate_and_leases_and_surges_never_wait() {
         let (server, mut arrivals, answers) = server();
         answers.add_permits(1000);
         let (limit, config) = limit("2", "3");
         let client = writer(server, limit.clone(), None, Family::default());
+        let create_pdb = || {
+            Request::post("/apis/policy/v1/namespaces/shop/poddisruptionbudgets")
+                .body(Body::from(b"{}".to_vec()))
+                .unwrap()
+        };
         let started = Instant::now();
         let mut sent_at = Vec::new();
         for _ in 0..5 {
-            client.send(write()).await.unwrap();
+            client.send(create_pdb()).await.unwrap();
             sent_at.push(started.elapsed().as_millis());
         }
         assert_eq!(sent_at, [0, 0, 0, 500, 1000], "a burst of 3, then 2 per second");
         assert_eq!(limit.waited.get(), 2);
 
-        // The bucket is empty now; a Lease renewal still goes out at once, and reads pass.
+        // The bucket is empty now; a Lease renewal and a surge still go out at once, and
+        // reads pass.
         let renew = Request::put("/apis/coordination.k8s.io/v1/namespaces/ns/leases/ea")
             .body(Body::from(b"{}".to_vec()))
             .unwrap();
         let before = Instant::now();
         client.send(renew).await.unwrap();
+        client.send(write()).await.unwrap();
         client.send(read()).await.unwrap();
-        assert_eq!(before.elapsed(), Duration::ZERO, "leases and reads never wait");
+        assert_eq!(before.elapsed(), Duration::ZERO, "leases, scale writes and reads never wait");
 
         // A changed configuration applies to the next write.
         let faster = eviction_autoscaler_shared::config::SettingsArgs {
@@ -392,7 +405,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         let before = Instant::now();
         for _ in 0..3 {
-            client.send(write()).await.unwrap();
+            client.send(create_pdb()).await.unwrap();
         }
         let took = before.elapsed();
         assert!(

@@ -95,7 +95,8 @@ pub struct SettingsArgs {
     /// Log format: `plain` or `json`.
     #[arg(long, env = "EVICTION_AUTOSCALER_LOG_FORMAT", value_name = "plain|json")]
     pub log_format: Option<String>,
-    /// Sustained API writes per second (client-go's `--kube-api-qps`; leases are exempt).
+    /// Sustained API writes per second (client-go's `--kube-api-qps`; scale writes and Lease
+    /// renewals are exempt).
     #[arg(long, env = "EVICTION_AUTOSCALER_KUBE_API_QPS", value_name = "QPS")]
     pub kube_api_qps: Option<String>,
     /// API writes allowed at once above the sustained rate (client-go's `--kube-api-burst`).
@@ -280,7 +281,7 @@ settings! {
     lease_namespace: "lease-namespace", "EVICTION_AUTOSCALER_LEASE_NAMESPACE", "leaderElection.leaseNamespace", "";
     lease_name: "lease-name", "EVICTION_AUTOSCALER_LEASE_NAME", "leaderElection.leaseName", "eviction-autoscaler";
     log_format: "log-format", "EVICTION_AUTOSCALER_LOG_FORMAT", "log.format", "plain";
-    kube_api_qps: "kube-api-qps", "EVICTION_AUTOSCALER_KUBE_API_QPS", "kubeApi.qps", "20";
+    kube_api_qps: "kube-api-qps", "EVICTION_AUTOSCALER_KUBE_API_QPS", "kubeApi.qps", "50";
     kube_api_burst: "kube-api-burst", "EVICTION_AUTOSCALER_KUBE_API_BURST", "kubeApi.burst", "100";
 }
 
