@@ -259,6 +259,9 @@ async fn twenty_concurrent_evictions_against_a_budget_of_one_admit_exactly_one()
     .await;
     sim.wait_ready("default", "web", 20).await;
     sim.wait_pdb("default", "web", 1).await;
+    // No replacement pod while the evictions race: one Ready in time would rightly reopen the
+    // budget and admit a second eviction (the apiserver would too).
+    sim.server.behaviour().expect("behaviour").pause("replicaset");
     let names: Vec<String> = sim.pods_of("default", "web").iter().map(name_of).collect();
     let answers =
         futures::future::join_all(names.iter().map(|n| sim.evict("default", n, json!({}), ""))).await;
