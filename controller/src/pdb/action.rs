@@ -73,6 +73,16 @@ impl Action {
         }
     }
 
+    /// The owned PDB a patching action writes, and its patch (`UpdateMinAvailable`, `Adopt`).
+    pub fn owned_patch(&self) -> Option<(&OwnedPdb, Value)> {
+        match self {
+            Action::UpdateMinAvailable { pdb, .. } | Action::Adopt { pdb, .. } => {
+                Some((pdb, self.json_patch()?))
+            }
+            _ => None,
+        }
+    }
+
     /// The counter to increment once the action succeeded: outcome and reason label.
     pub fn outcome(&self) -> Option<(PdbOutcome, Option<&'static str>)> {
         match self {

@@ -106,6 +106,11 @@ impl OwnedPdb {
         &self.name
     }
 
+    /// The resourceVersion of the PDB as read.
+    pub fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
     /// Delete preconditions: the UID and resourceVersion that were judged ours. A PDB that
     /// was recreated or edited since (e.g. `ownedBy` removed) is not deleted (409 Conflict).
     pub fn delete_preconditions(&self) -> Preconditions {

@@ -6,7 +6,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde_json::Value;
 use tokio::time::Instant;
+
+use crate::pdb::OwnedPdb;
 
 use crate::runtime::queue::Key;
 use crate::runtime::{MAX_BACKOFF, lock};
@@ -52,6 +55,8 @@ struct Entry {
     skip: Option<&'static str>,
     /// This replica's recent creates of the default PDB: their back-off.
     creates: Option<Creates>,
+    /// Our last patch of its default PDB, and the resourceVersion it was planned from.
+    patched: Option<(Option<String>, Value)>,
 }
 
 /// The default-PDB reconciler's memory.
@@ -119,6 +124,23 @@ impl PdbMemory {
         entry.creates = Some(Creates::after(entry.creates, now));
     }
 
+    /// Whether `patch` of `pdb` was already sent for `key` while the cache still shows the
+    /// version it was planned from: evaluations close together (the Deployment's status moving
+    /// as it scales) would otherwise both send it before the watch brings the first.
+    pub fn already_patched(&self, key: &Key, pdb: &OwnedPdb, patch: &Value) -> bool {
+        lock(&self.deployments)
+            .get(key)
+            .and_then(|e| e.patched.as_ref())
+            .is_some_and(|(version, sent)| version.as_deref() == pdb.resource_version() && sent == patch)
+    }
+
+    /// We patched `pdb` for `key` (see [`Self::already_patched`]).
+    pub fn patched(&self, key: &Key, pdb: &OwnedPdb, patch: Value) {
+        let mut deployments = lock(&self.deployments);
+        deployments.entry(key.clone()).or_default().patched =
+            Some((pdb.resource_version().map(str::to_owned), patch));
+    }
+
     /// Forgets a deleted Deployment.
     pub fn forget(&self, key: &Key) {
         lock(&self.deployments).remove(key);
@@ -148,6 +170,21 @@ mod tests {
         let quiet = now + 600;
         assert_eq!(Creates::blocked_until(recent, at(quiet)), None);
         assert_eq!(Creates::after(recent, at(quiet)), Creates { count: 1, last: at(quiet) });
+    }
+
+    #[test]
+    fn the_same_patch_from_the_same_cached_version_is_sent_once() {
+        let memory = PdbMemory::default();
+        let key = ("ns".to_owned(), "web".to_owned());
+        let read = OwnedPdb::for_test("ns", "web-eviction-autoscaler", "uid", "7");
+        let patch = serde_json::json!([{"op": "add", "path": "/spec/minAvailable", "value": 5}]);
+        assert!(!memory.already_patched(&key, &read, &patch));
+        memory.patched(&key, &read, patch.clone());
+        assert!(memory.already_patched(&key, &read, &patch), "the cache has not caught up");
+        let other = serde_json::json!([{"op": "add", "path": "/spec/minAvailable", "value": 6}]);
+        assert!(!memory.already_patched(&key, &read, &other), "another patch goes out");
+        let newer = OwnedPdb::for_test("ns", "web-eviction-autoscaler", "uid", "8");
+        assert!(!memory.already_patched(&key, &newer, &patch), "planned from a newer version");
     }
 
     #[test]

@@ -139,10 +139,20 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         return Ok(());
     }
     ctx.default_pdbs.skipped(key, None);
+    let owned_patch = plan.action.owned_patch();
+    if let Some((pdb, patch)) = &owned_patch
+        && ctx.default_pdbs.already_patched(key, pdb, patch)
+    {
+        debug!("this patch went out already; waiting for the watch to bring it");
+        return Ok(());
+    }
     match perform(&ctx.client, &plan.action).await? {
         Performed::Done => {
             if matches!(plan.action, Action::Create { .. }) {
                 ctx.default_pdbs.created(key, Instant::now());
+            }
+            if let Some((pdb, patch)) = owned_patch {
+                ctx.default_pdbs.patched(key, pdb, patch);
             }
             count(ctx, &plan.action);
             if let Some(event) = action_event {
