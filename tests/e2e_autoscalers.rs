@@ -25,6 +25,17 @@ fn zero_surge_deployment(name: &str) -> String {
     d.to_string()
 }
 
+/// The product's acknowledged writes to `resource` once the audit log shows at least `count`:
+/// a write's audit entry is completed after its answer, so it can trail the watch event the
+/// test waited for.
+async fn audited_writes(env: &Env, resource: &str, count: usize) -> Vec<kube_sim::RequestRecord> {
+    wait_for(&format!("{count} {resource} writes in the audit log"), Duration::from_secs(10), || {
+        let writes = env.acknowledged_writes_to(resource);
+        async move { (writes.len() >= count).then_some(writes) }
+    })
+    .await
+}
+
 fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
     object["metadata"]["annotations"][key].as_str()
 }
@@ -69,7 +80,7 @@ async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_max
     // on its own schedule); scaling back down is left to the autoscaler.
     let writes = env.acknowledged_writes_to("deployments");
     assert_eq!(writes.len(), 1, "one immediate scale to the raised floor: {writes:?}");
-    let writes = env.acknowledged_writes_to("horizontalpodautoscalers");
+    let writes = audited_writes(&env, "horizontalpodautoscalers", 2).await;
     assert_eq!(writes.len(), 2, "one raise, one restore: {writes:?}");
 }
 
@@ -113,7 +124,7 @@ async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
     let writes = env.acknowledged_writes_to("deployments");
     assert_eq!(writes.len(), 1, "one immediate scale to the raised floor: {writes:?}");
     assert!(env.product_writes_to("horizontalpodautoscalers").is_empty(), "KEDA owns its HPA");
-    let writes = env.acknowledged_writes_to("scaledobjects");
+    let writes = audited_writes(&env, "scaledobjects", 2).await;
     assert_eq!(writes.len(), 2, "one raise, one restore: {writes:?}");
 }
 
@@ -190,6 +201,6 @@ async fn the_zero_surge_override_lets_a_zero_max_surge_deployment_surge() {
     let states = history.states();
     assert_eq!(states.iter().map(|s| s.replicas).max(), Some(2), "surged by the override's 1: {states:?}");
     assert!(states.iter().all(|s| s.ready >= 1), "Ready replicas dropped below 1: {states:?}");
-    let writes = env.acknowledged_writes_to("deployments");
+    let writes = audited_writes(&env, "deployments", 2).await;
     assert_eq!(writes.len(), 2, "one surge, one revert: {writes:?}");
 }
