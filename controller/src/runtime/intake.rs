@@ -57,8 +57,9 @@ async fn handle_signal(ctx: &Context, namespace: &str, pod: &str, at: Timestamp,
 }
 
 /// Gives an eviction signal to the Deployment of the pod: reads the pod, finds its Deployment,
-/// remembers the signal and schedules the Deployment. A webhook signal the budget refused is also recorded on the EAS
-/// (any replica), so the Lease holder sees it; one the budget allowed costs no write.
+/// remembers the signal and schedules the Deployment. A webhook signal the budget refused is
+/// also recorded on the EAS (any replica), so the Lease holder sees it; one the budget allowed
+/// costs no write.
 #[instrument(skip(ctx))]
 async fn signal_deployment(
     ctx: &Context,

@@ -77,7 +77,7 @@ type Durations = Family<ReconcilerLabel, Histogram, fn() -> Histogram>;
 /// All controller metrics; cheap to clone (shared atomics).
 #[derive(Clone, Debug)]
 pub struct Metrics {
-    /// Eviction signals seen, by source.
+    /// Eviction signals handled (counted once handled), by source.
     pub evictions_seen: Family<SourceLabel, Counter>,
     /// Signals for pods whose PDB allowed no disruption.
     pub blocked_evictions: Counter,
@@ -141,7 +141,11 @@ impl Metrics {
 
     /// Registers every metric in `registry`.
     pub fn register(&self, registry: &mut Registry) {
-        registry.register("evictions_seen", "Eviction signals seen, by source", self.evictions_seen.clone());
+        registry.register(
+            "evictions_seen",
+            "Eviction signals handled, by source",
+            self.evictions_seen.clone(),
+        );
         registry.register(
             "blocked_evictions",
             "Evictions seen while the pod's PodDisruptionBudget allowed no disruption",
