@@ -91,7 +91,7 @@ async fn a_namespace_out_of_scope_is_never_written() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
+async fn a_drain_the_pdb_allows_anyway_writes_no_workload_and_no_signal() {
     let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
