@@ -1,6 +1,7 @@
 //! Situations where the product must not write any workload (issue 6 "Done when"), and its
-//! request-log hygiene: pods read only with a selector, and an idle cluster costs only watch
-//! and Lease traffic. Each no-write check waits for a positive marker that the product has
+//! request-log hygiene: pods read only with a selector, a blocked drain costs two scale writes
+//! and at most two EAS status writes (issue 19), and an idle cluster costs only watch and Lease
+//! traffic. Each no-write check waits for a positive marker that the product has
 //! seen the situation before it reads the request log.
 
 use e2e_support as support;
@@ -80,7 +81,15 @@ async fn a_namespace_out_of_scope_is_never_written() {
     let (accepted, _) = env.evict("demo", &in_scope).await;
     assert!(!accepted, "the in-scope PDB refuses the eviction");
     wait_state(&marker, "the in-scope Deployment to surge", LONG, surged).await;
-    env.wait_eas_last_eviction("demo", "web", &in_scope).await;
+    wait_for("the controller to handle both signals", LONG, || async {
+        let handled = support::metrics::metric_sum(
+            &env.metrics().await,
+            "eviction_autoscaler_evictions_seen_total",
+            &[r#"source="webhook""#],
+        );
+        (handled >= 2.0).then_some(())
+    })
+    .await;
 
     let foreign: Vec<_> = env.product_writes().into_iter().filter(|r| r.namespace == "elsewhere").collect();
     assert_eq!(foreign, vec![], "nothing in the out-of-scope namespace is written");
@@ -139,13 +148,19 @@ async fn a_drain_the_pdb_allows_anyway_writes_no_workload_and_no_signal() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_the_lease() {
+async fn a_blocked_drain_costs_two_scale_and_two_status_writes_and_idle_costs_only_the_lease() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 1, 1).await;
+    wait_for("the EAS status before the drain", LONG, || async {
+        let eas = env.get(&["evictionautoscalers", "-n", "demo", "web"]).await?;
+        (eas["status"]["conditions"][0]["reason"] == "Idle").then_some(())
+    })
+    .await;
     let node = env.node_of("demo", "web").await;
     let history = env.record_deployment("demo", "web");
+    let before = env.requests().last().map_or(0, |r| r.seq);
     let drain = env.kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]).await;
     assert!(drain.status.success(), "drain failed: {}", String::from_utf8_lossy(&drain.stderr));
     wait_state(&history, "the revert to 1", LONG, |s| s.replicas == 1 && unsurged(s)).await;
@@ -175,6 +190,21 @@ async fn pods_are_read_selectively_and_an_idle_cluster_costs_only_watches_and_th
         async move { quiet.then_some(()) }
     })
     .await;
+
+    // The EAS status follows the surge, not the pods: written at the surge and at the revert
+    // (which also acknowledges the eviction recorded on its spec meanwhile).
+    let status_writes: Vec<_> = env
+        .product_writes()
+        .into_iter()
+        .filter(|r| r.seq > before && r.resource == "evictionautoscalers" && r.subresource == "status")
+        .collect();
+    assert!(status_writes.len() <= 2, "EAS status writes for one blocked drain: {status_writes:?}");
+    let eas = env.get(&["evictionautoscalers", "-n", "demo", "web"]).await.unwrap_or_default();
+    assert_eq!(
+        eas["status"]["lastEviction"], eas["spec"]["lastEviction"],
+        "the eviction is acknowledged: {eas}"
+    );
+    assert_eq!(eas["status"]["observedGeneration"], eas["metadata"]["generation"], "{eas}");
 
     // The spec's 60 s: long enough for a dozen Lease renewals and any periodic resync.
     let start = env.requests().last().map_or(0, |r| r.seq);

@@ -127,12 +127,12 @@ async fn a_restarted_controller_keeps_the_surge_while_pods_remain_on_the_drainin
     let running = start_controller(&sim, config("1s", "1h")).await;
 
     let eas: Api<EvictionAutoScaler> = Api::namespaced(client.clone(), "apps");
-    let ready = eventually("EAS says the surge is held", WAIT, || async {
+    let ready = eventually("EAS says the surge is on", WAIT, || async {
         let status = eas.get("web").await.ok()?.status?;
-        status.conditions.into_iter().find(|c| c.type_ == "Ready" && c.message.contains("held"))
+        status.conditions.into_iter().find(|c| c.type_ == "Ready" && c.reason == "Surged")
     })
     .await;
-    assert!(ready.message.contains("draining node"), "{}", ready.message);
+    assert!(ready.message.contains("surged from 1 to 2"), "{}", ready.message);
     // Well past the cooldown: still surged, because a pod still sits on the draining node.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");

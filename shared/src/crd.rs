@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name":"Baseline","type":"integer","jsonPath":".status.minReplicas"}"#,
     printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".status.targetReplicas"}"#,
     printcolumn = r#"{"name":"Surge","type":"integer","jsonPath":".status.surgeReplicas"}"#,
-    printcolumn = r#"{"name":"Allowed","type":"integer","jsonPath":".status.disruptionsAllowed"}"#,
     printcolumn = r#"{"name":"Degraded","type":"string","jsonPath":".status.conditions[?(@.type==\"Degraded\")].reason"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -61,13 +60,11 @@ pub struct EvictionAutoScalerStatus {
     /// Replicas added by an active surge; 0 when idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surge_replicas: Option<i32>,
-    /// The workload's `spec.replicas` as last observed.
+    /// The workload's `spec.replicas` after the last step (surge or revert).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_replicas: Option<i32>,
-    /// The PDB's `disruptionsAllowed` as last observed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disruptions_allowed: Option<i32>,
-    /// The last eviction the controller fully handled.
+    /// The last eviction the controller handled (brought up to date by the next status
+    /// change; while a surge is active, by its revert).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_eviction: Option<Eviction>,
     /// `metadata.generation` this status was computed from.
@@ -172,7 +169,7 @@ mod tests {
             .iter()
             .map(|c| c["name"].as_str().unwrap())
             .collect();
-        assert_eq!(columns, ["Target", "Baseline", "Replicas", "Surge", "Allowed", "Degraded", "Age"]);
+        assert_eq!(columns, ["Target", "Baseline", "Replicas", "Surge", "Degraded", "Age"]);
         assert!(crd_yaml().contains("evictionautoscalers.eviction-autoscaler.azure.com"));
     }
 }

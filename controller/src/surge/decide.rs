@@ -3,7 +3,7 @@
 
 use eviction_autoscaler_shared::budget::min_replicas_to_open;
 use eviction_autoscaler_shared::config::Config;
-use eviction_autoscaler_shared::drain::{self, Hold, HoldInputs, HoldReason};
+use eviction_autoscaler_shared::drain::{self, Hold, HoldInputs};
 use eviction_autoscaler_shared::scope::surge_enabled;
 use eviction_autoscaler_shared::surge::{resolve_max_surge, surge_target};
 use jiff::{SignedDuration, Timestamp};
@@ -65,7 +65,6 @@ pub fn plan(obs: &Observed, config: &Config, now: Timestamp) -> Plan {
         degraded: None,
         baseline: 0,
         surge_value: None,
-        summary: "no surge active".into(),
         events: Vec::new(),
         next_check: None,
     };
@@ -310,24 +309,15 @@ fn active(
     } else {
         Hold::Revert { expired: false }
     };
-    let (recheck_at, hold_reason) = match hold {
+    let recheck_at = match hold {
         Hold::Revert { expired } => {
             return revert(plan, scaler, current, surged, baseline, expired, in_scope);
         }
-        Hold::Keep { recheck_at, reason } => (recheck_at, reason),
+        Hold::Keep { recheck_at, .. } => recheck_at,
     };
     plan.outcome = Outcome::Held;
     // Pods leave draining nodes without any event we watch: look again within a cooldown.
     plan.next_check = Some(recheck_at.min(add_duration(now, config.cooldown)));
-    plan.summary = format!(
-        "surged to {surged} (baseline {}); held: {}",
-        plan.baseline,
-        match hold_reason {
-            HoldReason::PodsOnDrainingNode => "pods still on a draining node",
-            HoldReason::Cooldown => "a signal arrived within the cooldown",
-            HoldReason::DrainInProgress => "a node is still draining",
-        }
-    );
     if obs.unschedulable_pods > 0 {
         plan.events.push(PlannedEvent {
             warning: true,

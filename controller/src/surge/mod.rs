@@ -156,8 +156,6 @@ pub struct Plan {
     pub baseline: i32,
     /// Surged value (after the write); `None` when no surge is active.
     pub surge_value: Option<i32>,
-    /// One line for the `Ready` condition.
-    pub summary: String,
     /// Events to publish on the Deployment.
     pub events: Vec<PlannedEvent>,
     /// When to evaluate again at the latest; always set while a surge is active.

@@ -19,7 +19,7 @@ use crate::error;
 use crate::runtime::context::Context;
 use crate::runtime::lock;
 use crate::runtime::queue::Key;
-use crate::surge::status::{StatusFacts, render};
+use crate::surge::status::{StatusFacts, needs_write, render};
 use crate::surge::{Observed, Plan, ScalerKind};
 
 /// A status we wrote: the cached resourceVersion it was computed from, and the status.
@@ -33,7 +33,8 @@ pub struct StatusWrites(Mutex<HashMap<(String, String), WrittenStatus>>);
 
 impl StatusWrites {
     /// Whether `status` was already written to EAS `namespace/name` while the cache still
-    /// shows the version it was computed from.
+    /// shows the version it was computed from. A record the cache has moved past is dropped:
+    /// it only bridges the moment until the watch delivers our write.
     fn already_written(
         &self,
         namespace: &str,
@@ -41,9 +42,16 @@ impl StatusWrites {
         cached_version: Option<&String>,
         status: &EvictionAutoScalerStatus,
     ) -> bool {
-        lock(&self.0)
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .is_some_and(|(version, written)| version.as_ref() == cached_version && written == status)
+        let mut writes = lock(&self.0);
+        let key = (namespace.to_owned(), name.to_owned());
+        match writes.get(&key) {
+            Some((version, written)) if version.as_ref() == cached_version => written == status,
+            Some(_) => {
+                writes.remove(&key);
+                false
+            }
+            None => false,
+        }
     }
 
     fn record(
@@ -89,14 +97,13 @@ pub async fn eas_status(
         }
         let facts = StatusFacts {
             target_replicas,
-            disruptions_allowed: pdb.status.as_ref().map(|s| s.disruptions_allowed),
             last_eviction: existing.spec.last_eviction.clone(),
             generation: existing.metadata.generation,
         };
         let status = render(existing.status.as_ref(), plan, &facts, now);
         let version = existing.metadata.resource_version.as_ref();
-        if existing.status.as_ref() == Some(&status)
-            || ctx.statuses.already_written(namespace, pdb_name, version, &status)
+        if ctx.statuses.already_written(namespace, pdb_name, version, &status)
+            || !needs_write(existing.status.as_ref(), &status)
         {
             continue;
         }
@@ -206,5 +213,24 @@ async fn restore_pin(ctx: &Context, namespace: &str, pdb: &PodDisruptionBudget) 
                 Err(e) => Err(e),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_status_is_remembered_only_until_the_cache_shows_a_newer_version() {
+        let writes = StatusWrites::default();
+        let status = EvictionAutoScalerStatus { min_replicas: Some(1), ..Default::default() };
+        let (v7, v8) = (Some("7".to_owned()), Some("8".to_owned()));
+        assert!(!writes.already_written("ns", "web", v7.as_ref(), &status));
+        writes.record("ns", "web", v7.clone(), status.clone());
+        assert!(writes.already_written("ns", "web", v7.as_ref(), &status), "the cache has not caught up");
+        let other = EvictionAutoScalerStatus { min_replicas: Some(2), ..Default::default() };
+        assert!(!writes.already_written("ns", "web", v7.as_ref(), &other), "another status goes out");
+        assert!(!writes.already_written("ns", "web", v8.as_ref(), &status), "planned from a newer version");
+        assert_eq!(lock(&writes.0).len(), 0, "and the record is dropped");
     }
 }
