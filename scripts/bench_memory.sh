@@ -7,13 +7,16 @@
 # the cluster-wide settings (pdb.create, enabledByDefault): it caches every Deployment, PDB,
 # node, namespace and HPA and creates a default PDB + EvictionAutoScaler for every Deployment
 # without one. Reports the product's RSS once all of that is done, and its peak (VmHWM).
-# Knobs: NODES (100), NAMESPACES (100), PER_NS (20).
+# Knobs: NODES (100), NAMESPACES (100), PER_NS (20); QPS sets --kube-api-qps (burst 2x) for a
+# quicker convergence than the default 50 writes/s; HEAPTRACK=1 runs the product under
+# heaptrack and prints its allocations by call site when done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NODES=${NODES:-100}
 NAMESPACES=${NAMESPACES:-100}
 PER_NS=${PER_NS:-20}
+QPS=${QPS:-}
 command -v kubectl >/dev/null || { echo "error: kubectl is needed on the PATH" >&2; exit 1; }
 
 cargo build -q --release --bin eviction-autoscaler -p eviction-autoscaler
@@ -66,22 +69,29 @@ for _ in $(seq 600); do grep -q "kube-sim ready" "$WORK/sim.out" && break; sleep
 grep -q "kube-sim ready" "$WORK/sim.out" || { echo "error: kube-sim did not start" >&2; exit 1; }
 
 target/release/eviction-autoscaler certs --out "$WORK/certs" --dns localhost --ip 127.0.0.1 >/dev/null
-KUBECONFIG=$WORK/product POD_NAMESPACE=eviction-autoscaler target/release/eviction-autoscaler run \
+LIMITS=()
+[[ -n $QPS ]] && LIMITS=(--kube-api-qps "$QPS" --kube-api-burst $((QPS * 2)))
+WRAP=()
+[[ -n ${HEAPTRACK:-} ]] && WRAP=(heaptrack -o "$WORK/heap")
+KUBECONFIG=$WORK/product POD_NAMESPACE=eviction-autoscaler "${WRAP[@]}" target/release/eviction-autoscaler run "${LIMITS[@]}" \
     --webhook-addr 127.0.0.1:0 --health-addr 127.0.0.1:18481 \
     --tls-cert-file "$WORK/certs/tls.crt" --tls-key-file "$WORK/certs/tls.key" \
     --pdb-create=true --enabled-by-default=true 2>"$WORK/product.log" &
-PRODUCT=$!
-PIDS+=($PRODUCT)
+PIDS+=($!)
+sleep 1
+PRODUCT=$(pgrep -n -x eviction-autosc) # the product itself, also under heaptrack
 
 deployments=$((NAMESPACES * PER_NS))
 started=$(date +%s)
 while :; do
     owned=$(KUBECONFIG=$WORK/admin kubectl get pdb -A --no-headers \
         -o custom-columns=OWNER:.metadata.annotations.ownedBy 2>/dev/null | grep -c EvictionAutoScaler || true)
-    eas=$(KUBECONFIG=$WORK/admin kubectl get evictionautoscalers -A --no-headers 2>/dev/null | wc -l)
+    # An EAS is done once its first status is written.
+    eas=$(KUBECONFIG=$WORK/admin kubectl get evictionautoscalers -A --no-headers \
+        -o custom-columns=BASELINE:.status.minReplicas 2>/dev/null | grep -vc none || true)
     [[ $owned -ge $((deployments / 2)) && $eas -ge $deployments ]] && break
-    (($(date +%s) - started < 600)) || { echo "error: not done after 10 min ($owned PDBs, $eas EAS)" >&2; exit 1; }
-    sleep 2
+    (($(date +%s) - started < 3600)) || { echo "error: not done after 60 min ($owned PDBs, $eas EAS)" >&2; exit 1; }
+    sleep 10
 done
 done_after=$(($(date +%s) - started))
 sleep 5 # settle: the last Events and statuses
@@ -91,7 +101,15 @@ cat <<EOF
 
 memory ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores): $NODES nodes, $NAMESPACES namespaces, $deployments Deployments
 (2 replicas each), $((deployments / 2)) user PDBs; the product (release, cluster-wide) created
-$owned default PDBs and $eas EvictionAutoScalers in ${done_after}s.
+$owned default PDBs and $eas EvictionAutoScalers (status written) in ${done_after}s${QPS:+ at $QPS writes/s}.
 | product RSS when done | $((rss / 1024)) MiB |
 | product peak RSS (VmHWM) | $((hwm / 1024)) MiB |
 EOF
+
+if [[ -n ${HEAPTRACK:-} ]]; then
+    kill -INT "$PRODUCT"
+    for _ in $(seq 100); do kill -0 "$PRODUCT" 2>/dev/null || break; sleep 0.2; done
+    sleep 2
+    heaptrack_print --print-peaks 1 --print-allocators 0 --print-temporary 0 --print-leaks 0 \
+        --peak-limit 25 --sub-peak-limit 4 "$WORK"/heap.*
+fi

@@ -59,6 +59,14 @@ struct Entry {
     patched: Option<(Option<String>, Value)>,
 }
 
+impl Entry {
+    fn is_empty(&self, now: Instant) -> bool {
+        self.skip.is_none()
+            && self.patched.is_none()
+            && self.creates.is_none_or(|c| now.duration_since(c.last) >= CREATE_WINDOW)
+    }
+}
+
 /// The default-PDB reconciler's memory.
 #[derive(Debug, Default)]
 pub struct PdbMemory {
@@ -109,7 +117,12 @@ impl PdbMemory {
     pub fn skipped(&self, key: &Key, reason: Option<&'static str>) -> bool {
         let mut deployments = lock(&self.deployments);
         let entry = deployments.entry(key.clone()).or_default();
-        std::mem::replace(&mut entry.skip, reason) != reason
+        let changed = std::mem::replace(&mut entry.skip, reason) != reason;
+        // Only Deployments with something to remember take memory, not every one planned.
+        if entry.is_empty(Instant::now()) {
+            deployments.remove(key);
+        }
+        changed
     }
 
     /// When the next create of `key`'s default PDB may go out (`None`: now).
@@ -195,5 +208,9 @@ mod tests {
         assert!(!memory.skipped(&key, Some("a")), "the same reason again");
         assert!(memory.skipped(&key, None));
         assert!(memory.skipped(&key, Some("a")), "the reason came back");
+        assert!(memory.skipped(&key, None));
+        let other = ("ns".to_owned(), "api".to_owned());
+        assert!(!memory.skipped(&other, None));
+        assert_eq!(lock(&memory.deployments).len(), 0, "nothing remembered of Deployments not skipped");
     }
 }

@@ -39,6 +39,24 @@ struct Entry {
     expired_at: Option<Timestamp>,
 }
 
+impl Entry {
+    /// Nothing worth keeping: no signal (seen or not), episode, pause, surge or expiry.
+    fn is_empty(&self) -> bool {
+        self.signals.is_empty()
+            && self.recorded == self.seen
+            && self.first_trigger.is_none()
+            && self.resumed_at.is_none()
+            && self.forbidden.is_none()
+            && !self.surged
+            && !self.overdue
+            && self.expired_at.is_none()
+    }
+
+    fn paused_until(&self, now: Timestamp) -> Option<Timestamp> {
+        self.forbidden.as_ref().map(|(_, until)| *until).filter(|until| *until > now)
+    }
+}
+
 /// An evaluation's copy of one Deployment's memory, as of `now`.
 #[derive(Clone, Debug, Default)]
 pub struct Recalled {
@@ -74,8 +92,16 @@ pub struct Evaluated {
 pub struct SurgeMemory(Mutex<HashMap<Key, Entry>>);
 
 impl SurgeMemory {
+    /// Runs `f` on the entry of `key`; an entry left with nothing to remember is dropped, so
+    /// the memory holds only Deployments with signals or surges, not every one evaluated.
     fn with<R>(&self, key: &Key, f: impl FnOnce(&mut Entry) -> R) -> R {
-        f(lock(&self.0).entry(key.clone()).or_default())
+        let mut memory = lock(&self.0);
+        let entry = memory.entry(key.clone()).or_default();
+        let result = f(entry);
+        if entry.is_empty() {
+            memory.remove(key);
+        }
+        result
     }
 
     /// Records a signal unless already known (the same pod at the same second); `blocking`:
@@ -202,12 +228,6 @@ impl SurgeMemory {
     }
 }
 
-impl Entry {
-    fn paused_until(&self, now: Timestamp) -> Option<Timestamp> {
-        self.forbidden.as_ref().map(|(_, until)| *until).filter(|until| *until > now)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +238,28 @@ mod tests {
 
     fn signal(pod: &str, at: Timestamp) -> SignaledPod {
         SignaledPod { pod: pod.into(), at, on_draining_node: true, displaceable: true }
+    }
+
+    #[test]
+    fn a_deployment_with_nothing_to_remember_takes_no_memory() {
+        let memory = SurgeMemory::default();
+        let (now, horizon) = (Timestamp::now(), SignedDuration::from_secs(60));
+        let idle = Evaluated { surged: false, settled: true, expired: false, any_draining: false };
+        memory.evaluated(&key(), idle, now, horizon);
+        memory.set_overdue(&key(), false);
+        assert_eq!(lock(&memory.0).len(), 0, "an evaluation that found nothing keeps nothing");
+
+        memory.record_signal(&key(), signal("a", now), true);
+        let surged = Evaluated { surged: true, settled: false, expired: false, any_draining: true };
+        memory.evaluated(&key(), surged, now, horizon);
+        let recalled = memory.recall(&key(), now, horizon, true);
+        memory.signals_seen(&key(), &recalled);
+        assert!(memory.take_first_trigger(&key()).is_some());
+        let later = now + SignedDuration::from_secs(61);
+        memory.evaluated(&key(), surged, later, horizon);
+        assert_eq!(memory.counts(), (1, 0), "kept while surged, its signal gone");
+        memory.evaluated(&key(), idle, later, horizon);
+        assert_eq!(lock(&memory.0).len(), 0, "dropped once reverted");
     }
 
     #[test]
