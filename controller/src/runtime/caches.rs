@@ -14,6 +14,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store, store::Writer};
@@ -127,48 +128,74 @@ fn in_namespace<K: Resource + Clone>(objects: &[Arc<K>], namespace: &str) -> Vec
         .collect()
 }
 
-/// Drops what no decision reads from a Deployment: the pod template's spec (containers,
-/// volumes…) and managedFields. Labels, selector, strategy, replicas and status stay.
+/// kubectl's copy of the whole object as last applied: often the largest annotation, and
+/// never read.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Every kind: managedFields and kubectl's last-applied copy are never read.
+fn trim_metadata(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
+/// Deployments: name, annotations, replicas, selector, strategy, the pod template's labels
+/// and the replica counts of the status are read; not its labels, the pod template's spec
+/// (containers, volumes…) or annotations, nor the status conditions.
 pub fn trim_deployment(d: &mut Deployment) {
-    d.metadata.managed_fields = None;
+    trim_metadata(&mut d.metadata);
+    d.metadata.labels = None;
     if let Some(spec) = d.spec.as_mut() {
         spec.template.spec = None;
+        if let Some(template) = spec.template.metadata.as_mut() {
+            *template = ObjectMeta { labels: template.labels.take(), ..ObjectMeta::default() };
+        }
+    }
+    if let Some(status) = d.status.as_mut() {
+        status.conditions = None;
     }
 }
 
 /// Nodes: only `spec.unschedulable` and taints are read.
 pub fn trim_node(n: &mut Node) {
-    n.metadata.managed_fields = None;
+    trim_metadata(&mut n.metadata);
     n.metadata.annotations = None;
+    n.metadata.labels = None;
     n.status = None;
 }
 
 /// Namespaces: only name and annotations are read.
 pub fn trim_namespace(n: &mut Namespace) {
-    n.metadata.managed_fields = None;
+    trim_metadata(&mut n.metadata);
+    n.metadata.labels = None;
     n.spec = None;
     n.status = None;
 }
 
-/// PDBs: spec and status are read.
+/// PDBs: spec and the status counts are read, not its conditions or disrupted pods.
 pub fn trim_pdb(p: &mut PodDisruptionBudget) {
-    p.metadata.managed_fields = None;
+    trim_metadata(&mut p.metadata);
+    if let Some(status) = p.status.as_mut() {
+        status.conditions = None;
+        status.disrupted_pods = None;
+    }
 }
 
 /// HPAs: spec is read, status is not.
 pub fn trim_hpa(h: &mut HorizontalPodAutoscaler) {
-    h.metadata.managed_fields = None;
+    trim_metadata(&mut h.metadata);
     h.status = None;
 }
 
 /// EvictionAutoScalers: everything but managedFields is read.
 pub fn trim_eas(e: &mut EvictionAutoScaler) {
-    e.metadata.managed_fields = None;
+    trim_metadata(&mut e.metadata);
 }
 
 /// ScaledObjects: only the modelled spec is kept by the type itself.
 pub fn trim_scaled_object(s: &mut ScaledObject) {
-    s.metadata.managed_fields = None;
+    trim_metadata(&mut s.metadata);
 }
 
 /// Runs one reflector until its stream ends, calling `on_event` for every event after the
@@ -213,9 +240,12 @@ fn is_expired(error: &watcher::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::apps::v1::DeploymentSpec;
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
     use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus, PodSpec, PodTemplateSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ManagedFieldsEntry, Time};
 
     #[test]
     fn an_expired_watch_is_routine_and_other_watch_errors_are_not() {
@@ -228,19 +258,64 @@ mod tests {
 
     #[test]
     fn trims_keep_what_decisions_read() {
+        let labels: BTreeMap<String, String> = [("app".to_owned(), "web".to_owned())].into();
+        let annotations: BTreeMap<String, String> =
+            [(LAST_APPLIED.to_owned(), "{}".to_owned()), ("ours".to_owned(), "1".to_owned())].into();
         let mut d = Deployment {
+            metadata: ObjectMeta {
+                managed_fields: Some(vec![ManagedFieldsEntry::default()]),
+                annotations: Some(annotations.clone()),
+                labels: Some(labels.clone()),
+                ..Default::default()
+            },
             spec: Some(DeploymentSpec {
                 replicas: Some(3),
-                template: PodTemplateSpec { metadata: None, spec: Some(PodSpec::default()) },
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some(labels.clone()),
+                        annotations: Some(annotations.clone()),
+                        ..Default::default()
+                    }),
+                    spec: Some(PodSpec::default()),
+                },
+                ..Default::default()
+            }),
+            status: Some(DeploymentStatus {
+                ready_replicas: Some(2),
+                conditions: Some(vec![DeploymentCondition::default()]),
+                ..Default::default()
+            }),
+        };
+        trim_deployment(&mut d);
+        assert!(d.metadata.managed_fields.is_none());
+        let kept: Vec<_> = d.metadata.annotations.iter().flatten().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(kept, ["ours"], "only kubectl's last-applied copy goes");
+        let spec = d.spec.as_ref().expect("spec");
+        assert_eq!(spec.replicas, Some(3));
+        assert!(spec.template.spec.is_none());
+        let template = spec.template.metadata.as_ref().expect("template metadata");
+        assert_eq!((template.labels.as_ref(), template.annotations.as_ref()), (Some(&labels), None));
+        let status = d.status.as_ref().expect("status");
+        assert_eq!((status.ready_replicas, status.conditions.as_ref()), (Some(2), None));
+
+        let mut p = PodDisruptionBudget {
+            status: Some(PodDisruptionBudgetStatus {
+                disruptions_allowed: 1,
+                conditions: Some(vec![Condition {
+                    type_: "DisruptionAllowed".into(),
+                    status: "True".into(),
+                    reason: "SufficientPods".into(),
+                    message: String::new(),
+                    last_transition_time: Time(jiff::Timestamp::UNIX_EPOCH),
+                    observed_generation: None,
+                }]),
                 ..Default::default()
             }),
             ..Default::default()
         };
-        d.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
-        trim_deployment(&mut d);
-        assert!(d.metadata.managed_fields.is_none());
-        assert_eq!(d.spec.as_ref().and_then(|s| s.replicas), Some(3));
-        assert!(d.spec.as_ref().is_some_and(|s| s.template.spec.is_none()));
+        trim_pdb(&mut p);
+        let status = p.status.expect("status");
+        assert_eq!((status.disruptions_allowed, status.conditions), (1, None));
 
         let mut n = Node {
             spec: Some(NodeSpec { unschedulable: Some(true), ..Default::default() }),
