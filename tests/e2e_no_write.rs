@@ -15,6 +15,20 @@ const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const LONG: Duration = Duration::from_secs(60);
 const FLAGS: [&str; 3] = ["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"];
 
+/// Waits until the controller has handled `count` webhook signals: it counts a signal once it
+/// has handled it (and written what it would).
+async fn wait_signals_handled(env: &Env, count: u32) {
+    wait_for("the controller to handle the evictions' signals", LONG, || async {
+        let handled = support::metrics::metric_sum(
+            &env.metrics().await,
+            "eviction_autoscaler_evictions_seen_total",
+            &[r#"source="webhook""#],
+        );
+        (handled >= f64::from(count)).then_some(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
@@ -81,15 +95,7 @@ async fn a_namespace_out_of_scope_is_never_written() {
     let (accepted, _) = env.evict("demo", &in_scope).await;
     assert!(!accepted, "the in-scope PDB refuses the eviction");
     wait_state(&marker, "the in-scope Deployment to surge", LONG, surged).await;
-    wait_for("the controller to handle both signals", LONG, || async {
-        let handled = support::metrics::metric_sum(
-            &env.metrics().await,
-            "eviction_autoscaler_evictions_seen_total",
-            &[r#"source="webhook""#],
-        );
-        (handled >= 2.0).then_some(())
-    })
-    .await;
+    wait_signals_handled(&env, 2).await;
 
     let foreign: Vec<_> = env.product_writes().into_iter().filter(|r| r.namespace == "elsewhere").collect();
     assert_eq!(foreign, vec![], "nothing in the out-of-scope namespace is written");
@@ -119,16 +125,7 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
     let drain = env.kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]).await;
     assert!(drain.status.success(), "drain failed: {}", String::from_utf8_lossy(&drain.stderr));
     assert_eq!(env.evictions(), vec![(pod.clone(), 201)], "evicted at the first attempt");
-    // The controller counts a signal once it has handled it (and written what it would).
-    wait_for("the controller to handle the eviction's signal", LONG, || async {
-        let handled = support::metrics::metric_sum(
-            &env.metrics().await,
-            "eviction_autoscaler_evictions_seen_total",
-            &[r#"source="webhook""#],
-        );
-        (handled >= 1.0).then_some(())
-    })
-    .await;
+    wait_signals_handled(&env, 1).await;
     let writes: Vec<String> = env
         .requests()
         .into_iter()
