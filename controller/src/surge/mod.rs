@@ -10,6 +10,8 @@ pub mod scaler;
 pub mod state;
 pub mod status;
 #[cfg(test)]
+mod status_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
