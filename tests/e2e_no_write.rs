@@ -142,7 +142,7 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_blocked_drain_costs_two_scale_and_two_status_writes_and_idle_costs_only_the_lease() {
+async fn a_blocked_drain_costs_two_scale_writes_and_at_most_two_status_writes_then_idle_only_the_lease() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;

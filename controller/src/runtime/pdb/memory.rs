@@ -140,11 +140,23 @@ impl PdbMemory {
     /// Whether `patch` of `pdb` was already sent for `key` while the cache still shows the
     /// version it was planned from: evaluations close together (the Deployment's status moving
     /// as it scales) would otherwise both send it before the watch brings the first.
+    /// A record the cache has moved past is dropped: it only bridges the moment until the
+    /// watch delivers our patch.
     pub fn already_patched(&self, key: &Key, pdb: &OwnedPdb, patch: &Value) -> bool {
-        lock(&self.deployments)
-            .get(key)
-            .and_then(|e| e.patched.as_ref())
-            .is_some_and(|(version, sent)| version.as_deref() == pdb.resource_version() && sent == patch)
+        let mut deployments = lock(&self.deployments);
+        let Some(entry) = deployments.get_mut(key) else { return false };
+        let sent = match &entry.patched {
+            Some((version, sent)) if version.as_deref() == pdb.resource_version() => sent == patch,
+            Some(_) => {
+                entry.patched = None;
+                false
+            }
+            None => false,
+        };
+        if entry.is_empty(Instant::now()) {
+            deployments.remove(key);
+        }
+        sent
     }
 
     /// We patched `pdb` for `key` (see [`Self::already_patched`]).
@@ -198,6 +210,7 @@ mod tests {
         assert!(!memory.already_patched(&key, &read, &other), "another patch goes out");
         let newer = OwnedPdb::for_test("ns", "web-eviction-autoscaler", "uid", "8");
         assert!(!memory.already_patched(&key, &newer, &patch), "planned from a newer version");
+        assert_eq!(lock(&memory.deployments).len(), 0, "and the record is dropped");
     }
 
     #[test]
