@@ -29,6 +29,22 @@ async fn wait_signals_handled(env: &Env, count: u32) {
     .await;
 }
 
+/// Waits until `last_write` (the sequence number of the newest write of interest) has not
+/// changed for `quiet`.
+async fn wait_quiet(what: &str, quiet: Duration, last_write: impl Fn() -> Option<u64>) {
+    let mut seen = last_write();
+    let mut quiet_since = std::time::Instant::now();
+    wait_for(what, LONG, || {
+        let now = last_write();
+        if now != seen {
+            (seen, quiet_since) = (now, std::time::Instant::now());
+        }
+        let done = quiet_since.elapsed() >= quiet;
+        async move { done.then_some(()) }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;
@@ -111,7 +127,17 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 2, 1).await;
-    env.wait_eas("demo", "web").await;
+    // Settled before the drain: the EAS created, its first status written, and no EAS write
+    // for a few seconds (a write right after the create may trail the status).
+    wait_for("the EAS status before the drain", LONG, || async {
+        let eas = env.get(&["evictionautoscalers", "-n", "demo", "web"]).await?;
+        (eas["status"]["conditions"][0]["reason"] == "Idle").then_some(())
+    })
+    .await;
+    wait_quiet("the EAS writes to stop", Duration::from_secs(3), || {
+        env.product_writes().into_iter().rfind(|r| r.resource == "evictionautoscalers").map(|r| r.seq)
+    })
+    .await;
     // As an operator checks before draining: the budget has room.
     wait_for("the PDB to allow one disruption", LONG, || async {
         let pdb = env.get(&["pdb", "-n", "demo", "web"]).await?;
@@ -172,16 +198,8 @@ async fn a_blocked_drain_costs_two_scale_writes_and_at_most_two_status_writes_th
     // Idle means nobody writes anything but a Lease: the revert's scale-down (the pod's
     // graceful deletion, then the controllers' status updates, which the product re-reads)
     // has finished when no other write has come for a few seconds.
-    let last_write = || env.requests().into_iter().rfind(|r| r.is_write() && r.resource != "leases");
-    let mut seen = last_write().map(|r| r.seq);
-    let mut quiet_since = std::time::Instant::now();
-    wait_for("the cluster to go quiet", LONG, || {
-        let now = last_write().map(|r| r.seq);
-        if now != seen {
-            (seen, quiet_since) = (now, std::time::Instant::now());
-        }
-        let quiet = quiet_since.elapsed() >= Duration::from_secs(5);
-        async move { quiet.then_some(()) }
+    wait_quiet("the cluster to go quiet", Duration::from_secs(5), || {
+        env.requests().into_iter().rfind(|r| r.is_write() && r.resource != "leases").map(|r| r.seq)
     })
     .await;
 
