@@ -44,7 +44,7 @@ pub mod ownership;
 pub mod plan;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 
 pub use action::{Action, deployment_subject};
 pub use admission::{plan_admission, plan_pdb_admission};

@@ -2,7 +2,7 @@
 //! writes, no memory, no I/O. Intake schedules what these return; unit tests apply objects to
 //! caches and ask.
 
-use k8s_openapi::api::apps::v1::Deployment;
+use super::cached::CachedDeployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -26,13 +26,11 @@ pub struct Due {
 
 /// A Deployment changed: it is due; deleted, so are the default PDBs in its namespace (its own
 /// goes with it).
-pub fn by_deployment(event: &Event<Deployment>, caches: &Caches) -> Due {
+pub fn by_deployment(event: &Event<CachedDeployment>, caches: &Caches) -> Due {
     match event {
-        Event::Apply(d) | Event::InitApply(d) => {
-            Due { deployments: key_of(d).into_iter().collect(), pdbs: vec![] }
-        }
+        Event::Apply(d) | Event::InitApply(d) => Due { deployments: d.key().into_iter().collect(), pdbs: vec![] },
         Event::Delete(d) => {
-            let Some(key) = key_of(d) else { return Due::default() };
+            let Some(key) = d.key() else { return Due::default() };
             let pdbs = caches
                 .pdbs_in(&key.0)
                 .iter()
@@ -63,7 +61,7 @@ pub fn by_pdb(event: &Event<PodDisruptionBudget>, caches: &Caches) -> Due {
 /// The cached Deployments whose pods `pdb` covers.
 pub fn covered_by(pdb: &PodDisruptionBudget, caches: &Caches) -> Vec<Key> {
     let namespace = pdb.metadata.namespace.as_deref().unwrap_or_default();
-    caches.deployments_in(namespace).iter().filter(|d| pdb_covers(pdb, d)).filter_map(|d| key_of(d)).collect()
+    caches.deployments_in(namespace).iter().filter(|d| pdb_covers(pdb, d)).filter_map(key_of).collect()
 }
 
 /// An HPA changed or went: the Deployment it scales is due.
@@ -95,7 +93,7 @@ pub fn by_scaled_object(event: &Event<ScaledObject>) -> Due {
 pub fn by_namespace(event: &Event<Namespace>, caches: &Caches) -> Due {
     let Event::Apply(ns) = event else { return Due::default() };
     let Some(name) = ns.metadata.name.as_deref() else { return Due::default() };
-    Due { deployments: caches.deployments_in(name).iter().filter_map(|d| key_of(d)).collect(), pdbs: vec![] }
+    Due { deployments: caches.deployment_keys_in(name), pdbs: vec![] }
 }
 
 fn pdb_key(pdb: &PodDisruptionBudget) -> Option<Key> {
@@ -114,8 +112,8 @@ mod tests {
         (namespace.to_owned(), name.to_owned())
     }
 
-    fn deployment(namespace: &str, name: &str, app: &str) -> Deployment {
-        crate::fixtures::deployment(namespace, name, 1, &[("app", app)], &[])
+    fn deployment(namespace: &str, name: &str, app: &str) -> CachedDeployment {
+        crate::fixtures::deployment(namespace, name, 1, &[("app", app)], &[]).into()
     }
 
     fn pdb(namespace: &str, name: &str, app: &str, ours: bool) -> PodDisruptionBudget {
@@ -128,7 +126,7 @@ mod tests {
     }
 
     /// Caches holding `deployments` and `pdbs`, as the watches would have applied them.
-    fn cached(deployments: &[Deployment], pdbs: &[PodDisruptionBudget]) -> Caches {
+    fn cached(deployments: &[CachedDeployment], pdbs: &[PodDisruptionBudget]) -> Caches {
         let (caches, Writers { deployments: mut dw, pdbs: mut pw, .. }) = caches();
         for d in deployments {
             dw.apply_watcher_event(&Event::Apply(d.clone()));

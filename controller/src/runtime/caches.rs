@@ -17,18 +17,20 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store, store::Writer};
+use kube::runtime::reflector::{self, Lookup, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
+use super::cached::{CachedDeployment, LAST_APPLIED};
+use super::queue::Key;
 use crate::keda::ScaledObject;
 
 /// Read handles of every cache; cheap to clone.
 #[derive(Clone)]
 pub struct Caches {
-    /// Deployments (pod template spec dropped).
-    pub deployments: Store<Deployment>,
+    /// Deployments, the fields decisions read ([`CachedDeployment`]).
+    pub deployments: Store<CachedDeployment>,
     /// PodDisruptionBudgets.
     pub pdbs: Store<PodDisruptionBudget>,
     /// Nodes (spec only).
@@ -45,7 +47,7 @@ pub struct Caches {
 
 /// The write halves, consumed by the watch tasks.
 pub struct Writers {
-    pub(crate) deployments: Writer<Deployment>,
+    pub(crate) deployments: Writer<CachedDeployment>,
     pub(crate) pdbs: Writer<PodDisruptionBudget>,
     pub(crate) nodes: Writer<Node>,
     pub(crate) namespaces: Writer<Namespace>,
@@ -94,12 +96,15 @@ impl Caches {
     }
 
     /// Cached Deployments in `namespace`.
-    pub fn deployments_in(&self, namespace: &str) -> Vec<Arc<Deployment>> {
-        self.deployments
-            .state()
-            .into_iter()
-            .filter(|d| d.metadata.namespace.as_deref() == Some(namespace))
-            .collect()
+    pub fn deployments_in(&self, namespace: &str) -> Vec<Deployment> {
+        let all = self.deployments.state();
+        all.iter().filter(|d| d.namespace() == Some(namespace)).map(|d| d.to_deployment()).collect()
+    }
+
+    /// The keys of the cached Deployments in `namespace`.
+    pub fn deployment_keys_in(&self, namespace: &str) -> Vec<Key> {
+        let all = self.deployments.state();
+        all.iter().filter(|d| d.namespace() == Some(namespace)).filter_map(|d| d.key()).collect()
     }
 
     /// Cached HPAs in `namespace` (an HPA scales only a Deployment of its own namespace).
@@ -128,10 +133,6 @@ fn in_namespace<K: Resource + Clone>(objects: &[Arc<K>], namespace: &str) -> Vec
         .collect()
 }
 
-/// kubectl's copy of the whole object as last applied: often the largest annotation, and
-/// never read.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
 /// Every kind: managedFields and kubectl's last-applied copy are never read.
 fn trim_metadata(meta: &mut ObjectMeta) {
     meta.managed_fields = None;
@@ -140,77 +141,76 @@ fn trim_metadata(meta: &mut ObjectMeta) {
     }
 }
 
-/// Deployments: name, annotations, replicas, selector, strategy, the pod template's labels
-/// and the replica counts of the status are read; not its labels, the pod template's spec
-/// (containers, volumes…) or annotations, nor the status conditions.
-pub fn trim_deployment(d: &mut Deployment) {
-    trim_metadata(&mut d.metadata);
-    d.metadata.labels = None;
-    if let Some(spec) = d.spec.as_mut() {
-        spec.template.spec = None;
-        if let Some(template) = spec.template.metadata.as_mut() {
-            *template = ObjectMeta { labels: template.labels.take(), ..ObjectMeta::default() };
-        }
-    }
-    if let Some(status) = d.status.as_mut() {
-        status.conditions = None;
-    }
-}
-
 /// Nodes: only `spec.unschedulable` and taints are read.
-pub fn trim_node(n: &mut Node) {
+pub fn trim_node(mut n: Node) -> Node {
     trim_metadata(&mut n.metadata);
     n.metadata.annotations = None;
     n.metadata.labels = None;
     n.status = None;
+    n
 }
 
 /// Namespaces: only name and annotations are read.
-pub fn trim_namespace(n: &mut Namespace) {
+pub fn trim_namespace(mut n: Namespace) -> Namespace {
     trim_metadata(&mut n.metadata);
     n.metadata.labels = None;
     n.spec = None;
     n.status = None;
+    n
 }
 
 /// PDBs: spec and the status counts are read, not its conditions or disrupted pods.
-pub fn trim_pdb(p: &mut PodDisruptionBudget) {
+pub fn trim_pdb(mut p: PodDisruptionBudget) -> PodDisruptionBudget {
     trim_metadata(&mut p.metadata);
     if let Some(status) = p.status.as_mut() {
         status.conditions = None;
         status.disrupted_pods = None;
     }
+    p
 }
 
 /// HPAs: spec is read, status is not.
-pub fn trim_hpa(h: &mut HorizontalPodAutoscaler) {
+pub fn trim_hpa(mut h: HorizontalPodAutoscaler) -> HorizontalPodAutoscaler {
     trim_metadata(&mut h.metadata);
     h.status = None;
+    h
 }
 
 /// EvictionAutoScalers: everything but managedFields is read.
-pub fn trim_eas(e: &mut EvictionAutoScaler) {
+pub fn trim_eas(mut e: EvictionAutoScaler) -> EvictionAutoScaler {
     trim_metadata(&mut e.metadata);
+    e
 }
 
 /// ScaledObjects: only the modelled spec is kept by the type itself.
-pub fn trim_scaled_object(s: &mut ScaledObject) {
+pub fn trim_scaled_object(mut s: ScaledObject) -> ScaledObject {
     trim_metadata(&mut s.metadata);
+    s
 }
 
-/// Runs one reflector until its stream ends, calling `on_event` for every event after the
-/// cache has applied it.
-pub async fn reflect<K, F>(api: Api<K>, writer: Writer<K>, trim: fn(&mut K), mut on_event: F)
+/// What a cache keeps of a `K`: `K` itself with fields dropped (the `trim_*` functions), or a
+/// compact type ([`CachedDeployment`]).
+pub type Cache<K, C> = fn(K) -> C;
+
+/// Runs one reflector until its stream ends: stores what `cache` keeps of every object, then
+/// calls `on_event` with the cached form.
+pub async fn reflect<K, C, F>(api: Api<K>, mut writer: Writer<C>, cache: Cache<K, C>, mut on_event: F)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone,
-    F: FnMut(&watcher::Event<K>),
+    K::DynamicType: Default,
+    C: Lookup + Clone + Send + Sync + 'static,
+    C::DynamicType: Eq + Hash + Clone,
+    F: FnMut(&watcher::Event<C>),
 {
-    let stream = watcher(api, watcher::Config::default()).default_backoff().modify(trim).reflect(writer);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
         match event {
-            Ok(event) => on_event(&event),
+            Ok(event) => {
+                let event = cached(event, cache);
+                writer.apply_watcher_event(&event);
+                on_event(&event);
+            }
             Err(e) => {
                 let kind = K::kind(&K::DynamicType::default()).into_owned();
                 // A 404 on the list means the resource is not served: for our own CRD that is
@@ -231,6 +231,18 @@ where
     }
 }
 
+/// `event` with its object as the cache keeps it.
+fn cached<K, C>(event: watcher::Event<K>, cache: Cache<K, C>) -> watcher::Event<C> {
+    use watcher::Event;
+    match event {
+        Event::Apply(object) => Event::Apply(cache(object)),
+        Event::Delete(object) => Event::Delete(cache(object)),
+        Event::InitApply(object) => Event::InitApply(cache(object)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 /// A watch whose resourceVersion the apiserver's watch cache has moved past (410 Gone): routine
 /// on a real apiserver, and the watcher lists again by itself, so it is no warning.
 fn is_expired(error: &watcher::Error) -> bool {
@@ -240,12 +252,10 @@ fn is_expired(error: &watcher::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
-    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
-    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus, PodSpec, PodTemplateSpec};
+    use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
     use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ManagedFieldsEntry, Time};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
     #[test]
     fn an_expired_watch_is_routine_and_other_watch_errors_are_not() {
@@ -258,47 +268,7 @@ mod tests {
 
     #[test]
     fn trims_keep_what_decisions_read() {
-        let labels: BTreeMap<String, String> = [("app".to_owned(), "web".to_owned())].into();
-        let annotations: BTreeMap<String, String> =
-            [(LAST_APPLIED.to_owned(), "{}".to_owned()), ("ours".to_owned(), "1".to_owned())].into();
-        let mut d = Deployment {
-            metadata: ObjectMeta {
-                managed_fields: Some(vec![ManagedFieldsEntry::default()]),
-                annotations: Some(annotations.clone()),
-                labels: Some(labels.clone()),
-                ..Default::default()
-            },
-            spec: Some(DeploymentSpec {
-                replicas: Some(3),
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(labels.clone()),
-                        annotations: Some(annotations.clone()),
-                        ..Default::default()
-                    }),
-                    spec: Some(PodSpec::default()),
-                },
-                ..Default::default()
-            }),
-            status: Some(DeploymentStatus {
-                ready_replicas: Some(2),
-                conditions: Some(vec![DeploymentCondition::default()]),
-                ..Default::default()
-            }),
-        };
-        trim_deployment(&mut d);
-        assert!(d.metadata.managed_fields.is_none());
-        let kept: Vec<_> = d.metadata.annotations.iter().flatten().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(kept, ["ours"], "only kubectl's last-applied copy goes");
-        let spec = d.spec.as_ref().expect("spec");
-        assert_eq!(spec.replicas, Some(3));
-        assert!(spec.template.spec.is_none());
-        let template = spec.template.metadata.as_ref().expect("template metadata");
-        assert_eq!((template.labels.as_ref(), template.annotations.as_ref()), (Some(&labels), None));
-        let status = d.status.as_ref().expect("status");
-        assert_eq!((status.ready_replicas, status.conditions.as_ref()), (Some(2), None));
-
-        let mut p = PodDisruptionBudget {
+        let p = PodDisruptionBudget {
             status: Some(PodDisruptionBudgetStatus {
                 disruptions_allowed: 1,
                 conditions: Some(vec![Condition {
@@ -313,16 +283,15 @@ mod tests {
             }),
             ..Default::default()
         };
-        trim_pdb(&mut p);
-        let status = p.status.expect("status");
+        let status = trim_pdb(p).status.expect("status");
         assert_eq!((status.disruptions_allowed, status.conditions), (1, None));
 
-        let mut n = Node {
+        let n = Node {
             spec: Some(NodeSpec { unschedulable: Some(true), ..Default::default() }),
             status: Some(NodeStatus::default()),
             ..Default::default()
         };
-        trim_node(&mut n);
+        let n = trim_node(n);
         assert!(n.status.is_none());
         assert_eq!(n.spec.and_then(|s| s.unschedulable), Some(true));
     }

@@ -167,8 +167,8 @@ impl Context {
     }
 
     /// The cached Deployment `key`.
-    pub fn deployment(&self, key: &Key) -> Option<Arc<Deployment>> {
-        self.caches.deployments.get(&ObjectRef::new(&key.1).within(&key.0))
+    pub fn deployment(&self, key: &Key) -> Option<Deployment> {
+        self.caches.deployments.get(&ObjectRef::new(&key.1).within(&key.0)).map(|d| d.to_deployment())
     }
 
     /// Cached PDBs covering the pods of `deployment`.
@@ -192,7 +192,7 @@ impl Context {
     /// Schedules every cached Deployment now (start, new leadership, namespace changes).
     pub fn schedule_all(&self) {
         for d in self.caches.deployments.state() {
-            if let Some(key) = key_of(&d) {
+            if let Some(key) = d.key() {
                 self.queues.deployments.schedule_now(key);
             }
         }

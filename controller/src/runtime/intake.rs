@@ -7,7 +7,7 @@ use eviction_autoscaler_shared::admission::SignalReceiver;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain::is_draining;
 use jiff::Timestamp;
-use k8s_openapi::api::apps::v1::Deployment;
+use super::cached::CachedDeployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -17,7 +17,7 @@ use kube::runtime::watcher::Event;
 use tracing::{debug, info, instrument};
 
 use super::affected;
-use super::context::{Context, key_of};
+use super::context::Context;
 use super::queue::Key;
 use crate::displaced::{SignaledPod, is_displaceable, owning_deployment};
 use crate::eas::last_eviction_patch;
@@ -152,9 +152,9 @@ async fn record_on_eas(
 
 /// Deployment events: what they make due ([`affected::by_deployment`]); a deleted one is
 /// forgotten.
-pub fn on_deployment(ctx: &Arc<Context>, event: &Event<Deployment>) {
+pub fn on_deployment(ctx: &Arc<Context>, event: &Event<CachedDeployment>) {
     if let Event::Delete(d) = event
-        && let Some(key) = key_of(d)
+        && let Some(key) = d.key()
     {
         ctx.forget(&key);
     }

@@ -4,6 +4,7 @@
 
 mod admission;
 mod affected;
+mod cached;
 mod caches;
 mod context;
 mod crds;
@@ -41,7 +42,8 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tracing::{debug, info, info_span, warn};
 
-use self::caches::{reflect, trim_deployment, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb};
+use self::cached::CachedDeployment;
+use self::caches::{reflect, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb};
 use self::context::Context;
 use self::leader::{LeaseConfig, LeaseTimings};
 use self::metrics::Metrics;
@@ -167,7 +169,7 @@ impl Controller {
             tasks.spawn(reflect(
                 Api::<Deployment>::all(client.clone()),
                 writers.deployments,
-                trim_deployment,
+                CachedDeployment::from,
                 move |e| intake::on_deployment(&c, e),
             ));
             let c = ctx.clone();

@@ -79,7 +79,7 @@ fn view(ctx: &Context, namespace: &str) -> View {
     );
     let cached = ctx.caches.pdbs_in(namespace);
     let (admitted, admitted_until) = ctx.default_pdbs.admitted(namespace);
-    let deployments = ctx.caches.deployments_in(namespace).iter().map(|d| (**d).clone()).collect();
+    let deployments = ctx.caches.deployments_in(namespace);
     View { namespace: ns, pdbs: with_admitted(cached, &admitted), deployments, admitted_until }
 }
 

@@ -129,7 +129,7 @@ pub async fn eas_objects(
     let deployments = ctx.caches.deployments_in(namespace);
     for pdb in &observed.pdbs {
         let pdb_name = pdb.metadata.name.as_deref().unwrap_or_default();
-        let protected = eas::protected_deployment(pdb, deployments.iter().map(|d| &**d));
+        let protected = eas::protected_deployment(pdb, &deployments);
         if protected.and_then(|d| d.metadata.name.as_deref()) != Some(name.as_str()) {
             continue; // another Deployment's evaluation owns this PDB's EAS
         }

@@ -35,7 +35,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     };
     let now = Timestamp::now();
     let pdbs = ctx.covering_pdbs(&cached);
-    let (mut observed, mut recalled) = observe(ctx, key, (*cached).clone(), pdbs.clone(), now).await?;
+    let (mut observed, mut recalled) = observe(ctx, key, cached.clone(), pdbs.clone(), now).await?;
     if let Some(at) = recalled.resumed_at {
         ctx.surges.resumed(key, at);
     }
@@ -46,7 +46,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
         // evicted pod as still displaced and surge for nothing. Re-read both before scaling up.
         ctx.nodes.forget_pods();
         let pdbs = read_pdbs(ctx, &key.0, &pdbs).await?;
-        (observed, recalled) = observe(ctx, key, (*cached).clone(), pdbs, now).await?;
+        (observed, recalled) = observe(ctx, key, cached.clone(), pdbs, now).await?;
         plan = surge::plan(&observed, &ctx.config(), now);
     }
     record_overdue(ctx, key, &observed, &plan, now);

@@ -1,0 +1,271 @@
+//! What the Deployment cache holds of each Deployment: only the fields decisions read.
+//!
+//! A `Deployment` is ~2.4 KB before any of its strings, emptied or not, because k8s-openapi
+//! keeps the pod template's `PodSpec` and two `ObjectMeta`s inline; at 10,000 Deployments that
+//! alone is 24 MB. [`CachedDeployment`] is ~0.4 KB, and [`CachedDeployment::to_deployment`]
+//! gives decisions back the `Deployment` they take, holding only what was cached.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus, DeploymentStrategy};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use kube::runtime::reflector::Lookup;
+
+use super::queue::Key;
+
+/// kubectl's copy of the whole object as last applied: often the largest annotation, and
+/// never read.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// A cached Deployment: its identity, annotations, replicas, selector, strategy, pod template
+/// labels and status counts. Not its labels, pod spec, template annotations or status
+/// conditions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedDeployment {
+    name: Option<String>,
+    namespace: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    deletion_timestamp: Option<Time>,
+    annotations: Option<BTreeMap<String, String>>,
+    spec: Option<CachedSpec>,
+    status: Option<DeploymentStatus>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct CachedSpec {
+    replicas: Option<i32>,
+    selector: LabelSelector,
+    strategy: Option<DeploymentStrategy>,
+    template_labels: Option<BTreeMap<String, String>>,
+}
+
+impl From<Deployment> for CachedDeployment {
+    fn from(deployment: Deployment) -> Self {
+        let Deployment { metadata, spec, status } = deployment;
+        let mut annotations = metadata.annotations;
+        if let Some(all) = annotations.as_mut() {
+            all.remove(LAST_APPLIED);
+        }
+        CachedDeployment {
+            name: metadata.name,
+            namespace: metadata.namespace,
+            uid: metadata.uid,
+            resource_version: metadata.resource_version,
+            deletion_timestamp: metadata.deletion_timestamp,
+            annotations,
+            spec: spec.map(|spec| CachedSpec {
+                replicas: spec.replicas,
+                selector: spec.selector,
+                strategy: spec.strategy,
+                template_labels: spec.template.metadata.and_then(|m| m.labels),
+            }),
+            status: status.map(|status| DeploymentStatus { conditions: None, ..status }),
+        }
+    }
+}
+
+impl CachedDeployment {
+    /// The Deployment as decisions take it: the cached fields, nothing else.
+    pub fn to_deployment(&self) -> Deployment {
+        Deployment {
+            metadata: ObjectMeta {
+                name: self.name.clone(),
+                namespace: self.namespace.clone(),
+                uid: self.uid.clone(),
+                resource_version: self.resource_version.clone(),
+                deletion_timestamp: self.deletion_timestamp.clone(),
+                annotations: self.annotations.clone(),
+                ..ObjectMeta::default()
+            },
+            spec: self.spec.as_ref().map(|spec| DeploymentSpec {
+                replicas: spec.replicas,
+                selector: spec.selector.clone(),
+                strategy: spec.strategy.clone(),
+                template: PodTemplateSpec {
+                    metadata: spec
+                        .template_labels
+                        .clone()
+                        .map(|labels| ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
+                    spec: None,
+                },
+                ..DeploymentSpec::default()
+            }),
+            status: self.status.clone(),
+        }
+    }
+
+    /// Its queue key.
+    pub fn key(&self) -> Option<Key> {
+        Some((self.namespace.clone()?, self.name.clone()?))
+    }
+
+    /// Its namespace.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+}
+
+impl Lookup for CachedDeployment {
+    type DynamicType = ();
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "Deployment".into()
+    }
+
+    fn group(_: &()) -> Cow<'_, str> {
+        "apps".into()
+    }
+
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+
+    fn plural(_: &()) -> Cow<'_, str> {
+        "deployments".into()
+    }
+
+    fn name(&self) -> Option<Cow<'_, str>> {
+        self.name.as_deref().map(Cow::Borrowed)
+    }
+
+    fn namespace(&self) -> Option<Cow<'_, str>> {
+        self.namespace.as_deref().map(Cow::Borrowed)
+    }
+
+    fn resource_version(&self) -> Option<Cow<'_, str>> {
+        self.resource_version.as_deref().map(Cow::Borrowed)
+    }
+
+    fn uid(&self) -> Option<Cow<'_, str>> {
+        self.uid.as_deref().map(Cow::Borrowed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Deployment as a real apiserver returns it (`kubectl apply` then `kubectl get -o json
+    /// --show-managed-fields` on kube-apiserver v1.35, pods ready): every field the cache drops
+    /// is set.
+    fn full() -> Deployment {
+        serde_json::from_str(include_str!("../../tests/data/deployment-full.json")).expect("fixture parses")
+    }
+
+    #[test]
+    fn a_cached_deployment_is_a_fraction_of_a_deployment() {
+        assert!(size_of::<CachedDeployment>() * 4 < size_of::<Deployment>());
+    }
+
+    #[test]
+    fn the_cache_keeps_what_decisions_read_and_drops_the_rest() {
+        let full = full();
+        let cached = CachedDeployment::from(full.clone()).to_deployment();
+
+        // Kept as they were.
+        let (meta, kept) = (&full.metadata, &cached.metadata);
+        assert_eq!((&kept.name, &kept.namespace, &kept.uid), (&meta.name, &meta.namespace, &meta.uid));
+        assert_eq!(kept.resource_version, meta.resource_version);
+        let (spec, kept_spec) = (full.spec.as_ref().expect("spec"), cached.spec.as_ref().expect("spec"));
+        assert_eq!(kept_spec.replicas, spec.replicas);
+        assert_eq!(kept_spec.selector, spec.selector);
+        assert_eq!(kept_spec.strategy, spec.strategy);
+        let labels = |s: &DeploymentSpec| s.template.metadata.as_ref().and_then(|m| m.labels.clone());
+        assert_eq!(labels(kept_spec), labels(spec));
+        let (status, kept_status) = (full.status.as_ref().expect("status"), cached.status.as_ref().expect("status"));
+        assert_eq!(
+            DeploymentStatus { conditions: None, ..status.clone() },
+            kept_status.clone(),
+            "every count of the status is kept"
+        );
+
+        // Dropped: the fixture has them, the cache does not.
+        assert!(meta.managed_fields.is_some() && kept.managed_fields.is_none());
+        assert!(meta.labels.is_some() && kept.labels.is_none());
+        let annotations = |m: &ObjectMeta| m.annotations.clone().unwrap_or_default();
+        assert!(annotations(meta).contains_key(LAST_APPLIED));
+        let mut expected = annotations(meta);
+        expected.remove(LAST_APPLIED);
+        assert_eq!(annotations(kept), expected, "only kubectl's last-applied copy goes");
+        assert!(!expected.is_empty(), "the fixture has an annotation decisions read");
+        assert!(spec.template.spec.is_some() && kept_spec.template.spec.is_none());
+        assert!(status.conditions.is_some());
+    }
+
+    #[test]
+    fn looks_up_as_the_deployment_it_caches() {
+        use kube::runtime::reflector::ObjectRef;
+        let full = full();
+        let cached = CachedDeployment::from(full.clone());
+        let by_ref = cached.to_object_ref(());
+        let name = full.metadata.name.clone().expect("name");
+        let namespace = full.metadata.namespace.clone().expect("namespace");
+        assert_eq!(by_ref, ObjectRef::<CachedDeployment>::new(&name).within(&namespace));
+        assert_eq!(cached.key(), Some((namespace, name)));
+    }
+
+    /// Tests that fail if a decision comes to need a field the cache drops: every decision
+    /// taking a Deployment decides the same on the recorded object and on its cached view.
+    #[test]
+    fn decisions_on_the_cached_view_are_those_on_the_full_deployment() {
+        use crate::displaced::Displacement;
+        use crate::surge::{Observed, Outcome};
+        use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+        let now = jiff::Timestamp::from_second(1_700_000_000).expect("in range");
+        let config = crate::pdb::fixtures::config();
+        let blocking: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "default", "name": "web", "resourceVersion": "9"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 2},
+        }))
+        .expect("a PDB");
+        let opted_out = full();
+        let mut opted_in = full();
+        opted_in.metadata.annotations.as_mut().expect("annotations").remove(eviction_autoscaler_shared::keys::SURGE);
+        // At 4 replicas its maxSurge of 50% allows 2 more, the default 25% only 1.
+        opted_in.spec.as_mut().expect("spec").replicas = Some(4);
+
+        let mut outcomes = Vec::new();
+        for deployment in [opted_out, opted_in] {
+            let cached = CachedDeployment::from(deployment.clone()).to_deployment();
+            let observed = |deployment: &Deployment| Observed {
+                deployment: deployment.clone(),
+                namespace_enabled: true,
+                pdbs: vec![blocking.clone()],
+                displacement: Displacement { displaced: 2, on_draining_nodes: 2 },
+                any_node_draining: true,
+                last_signal: Some(now),
+                new_signal: true,
+                ..Default::default()
+            };
+            let surge = crate::surge::plan(&observed(&cached), &config, now);
+            assert_eq!(surge, crate::surge::plan(&observed(&deployment), &config, now));
+            outcomes.push(surge.outcome);
+
+            let desired = |d: &Deployment| crate::pdb::desired_pdb(d, None, &config, "crd-uid");
+            assert_eq!(desired(&cached), desired(&deployment));
+            let namespace = crate::pdb::fixtures::namespace("default", &[]);
+            let pdbs = [blocking.clone()];
+            let plan = |d: &Deployment| {
+                let view = crate::pdb::NamespaceView {
+                    namespace: &namespace,
+                    pdbs: &pdbs,
+                    deployments: std::slice::from_ref(d),
+                };
+                crate::pdb::plan_deployment(d, None, &view, &config, "crd-uid")
+            };
+            assert_eq!(plan(&cached), plan(&deployment));
+            assert_eq!(
+                crate::pdb::plan_pdb(&blocking, std::slice::from_ref(&cached)),
+                crate::pdb::plan_pdb(&blocking, std::slice::from_ref(&deployment))
+            );
+        }
+        // Both paths taken: the recorded opt-out annotation, and a surge by its maxSurge.
+        assert_ne!(outcomes[0], Outcome::Started);
+        assert_eq!(outcomes[1], Outcome::Started);
+    }
+}
