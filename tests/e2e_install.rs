@@ -74,7 +74,7 @@ fn product_creates(env: &Env, resource: &str) -> usize {
 
 /// A real control plane of `nodes` nodes whose apiserver reaches Services.
 async fn cluster(nodes: usize) -> Env {
-    let options = ClusterOptions { service_network: true };
+    let options = ClusterOptions { service_network: true, ..ClusterOptions::default() };
     Env::start_real_with(BIN, ClusterShape { nodes, pods_per_node: 110 }, options).await
 }
 

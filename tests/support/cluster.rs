@@ -58,6 +58,10 @@ pub struct ClusterOptions {
     /// the test names ([`ControlPlane::route_service`]), so webhooks configured with
     /// `clientConfig.service` are called as shipped (see `netns.rs`).
     pub service_network: bool,
+    /// The controller-manager's and scheduler's `--kube-api-qps` (burst twice that); 100 when
+    /// unset. Their own defaults (20/30, 50/100) create and bind ~40 pods a second, so a
+    /// cluster of tens of thousands of pods needs more.
+    pub component_qps: Option<u32>,
 }
 
 /// Where the control plane's binaries of `version` are: `$CLUSTER_BIN_DIR` (for the default
@@ -182,6 +186,8 @@ impl ControlPlane {
         }
         let d = plane.dir.path().to_owned();
         let path = |name: &str| d.join(name).display().to_string();
+        let qps = options.component_qps.unwrap_or(100);
+        let (qps, burst) = (format!("--kube-api-qps={qps}"), format!("--kube-api-burst={}", qps * 2));
 
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
@@ -248,8 +254,8 @@ impl ControlPlane {
                 "--secure-port=0",
                 // Keeps replicas within min/max every 2 s, even without metrics.
                 "--horizontal-pod-autoscaler-sync-period=2s",
-                "--kube-api-qps=100",
-                "--kube-api-burst=200",
+                &qps,
+                &burst,
             ],
         )?;
         let scheduler = plane.write_kubeconfig("scheduler.kubeconfig", "system:kube-scheduler");
@@ -259,8 +265,8 @@ impl ControlPlane {
                 &format!("--kubeconfig={}", scheduler.display()),
                 "--leader-elect=false",
                 "--secure-port=0",
-                "--kube-api-qps=100",
-                "--kube-api-burst=200",
+                &qps,
+                &burst,
             ],
         )?;
 
