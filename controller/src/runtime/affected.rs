@@ -28,7 +28,9 @@ pub struct Due {
 /// goes with it).
 pub fn by_deployment(event: &Event<CachedDeployment>, caches: &Caches) -> Due {
     match event {
-        Event::Apply(d) | Event::InitApply(d) => Due { deployments: d.key().into_iter().collect(), pdbs: vec![] },
+        Event::Apply(d) | Event::InitApply(d) => {
+            Due { deployments: d.key().into_iter().collect(), pdbs: vec![] }
+        }
         Event::Delete(d) => {
             let Some(key) = d.key() else { return Due::default() };
             let pdbs = caches
