@@ -14,7 +14,8 @@
 # CLUSTER=real runs it on the real control plane of tests/cluster/ (kwok nodes; `make
 # cluster-build` first) instead of kube-sim: it sends managedFields, which kube-sim strips, and
 # its pods are made by the real controller-manager and scheduler (their API rate:
-# COMPONENT_QPS, 500 here).
+# COMPONENT_QPS, 500 here); it then also waits STEADY (120) seconds and prints what the
+# apiserver's audit log saw of the product, until done and in that steady window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -139,7 +140,8 @@ while :; do
     # An EAS is done once its first status is written.
     eas=$(KUBECONFIG=$WORK/admin kubectl get evictionautoscalers -A --no-headers \
         -o custom-columns=BASELINE:.status.minReplicas 2>/dev/null | grep -vc none || true)
-    ready=$(KUBECONFIG=$WORK/admin kubectl get deployments -A --no-headers \
+    ready=0
+    [[ $want_ready -gt 0 ]] && ready=$(KUBECONFIG=$WORK/admin kubectl get deployments -A --no-headers \
         -o custom-columns=READY:.status.readyReplicas 2>/dev/null | awk '$1 != "<none>" {n += $1} END {print n + 0}')
     [[ $owned -ge $((deployments / 2)) && $eas -ge $deployments && $ready -ge $want_ready ]] && break
     (($(date +%s) - started < 3600)) || { echo "error: not done after 60 min ($owned PDBs, $eas EAS, $ready pods ready)" >&2; exit 1; }
@@ -152,11 +154,46 @@ hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PRODUCT/status")
 cat <<EOF
 
 memory ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $CLUSTER): $NODES nodes, $NAMESPACES namespaces, $deployments Deployments
-($REPLICAS replicas each, $ready pods ready), $((deployments / 2)) user PDBs; the product (release, cluster-wide) created
+($REPLICAS replicas each, $ready of $want_ready pods ready), $((deployments / 2)) user PDBs; the product (release, cluster-wide) created
 $owned default PDBs and $eas EvictionAutoScalers (status written) in ${done_after}s${QPS:+ at $QPS writes/s}.
 | product RSS when done | $((rss / 1024)) MiB |
 | product peak RSS (VmHWM) | $((hwm / 1024)) MiB |
 EOF
+
+if [[ $CLUSTER == real ]]; then
+    # What the apiserver saw of the product: the convergence, then STEADY seconds of steady state.
+    steady=${STEADY:-120}
+    steady_from=$(date -u +%Y-%m-%dT%H:%M:%S)
+    sleep "$steady"
+    rss=$(awk '/VmRSS/ {print $2}' "/proc/$PRODUCT/status")
+    hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PRODUCT/status")
+    echo "| product RSS after ${steady}s more of steady state | $((rss / 1024)) MiB (peak $((hwm / 1024)) MiB) |"
+    python3 - "$(sed -n 's/^Audit log (JSON lines): //p' "$WORK/cluster.out")" "$steady_from" "$steady" <<'EOF'
+import collections, json, sys
+path, steady_from, steady = sys.argv[1], sys.argv[2], int(sys.argv[3])
+user = "system:serviceaccount:eviction-autoscaler:eviction-autoscaler"
+seen, start = {}, None
+for line in open(path):
+    e = json.loads(line)
+    if e["user"]["username"] != user or e["auditID"] in seen:
+        continue
+    ref = e.get("objectRef", {})
+    resource = ref.get("resource", e["requestURI"]) + ("/" + ref["subresource"] if ref.get("subresource") else "")
+    at = e["requestReceivedTimestamp"][:19]
+    start = start or at
+    seen[e["auditID"]] = (at, e["verb"], resource)
+def table(title, events, seconds):
+    counts = collections.Counter((verb, resource) for _, verb, resource in events)
+    print(f"\n{title}: {len(events)} requests" + (f", {len(events) / seconds:.1f}/s" if seconds else ""))
+    print("| verb | resource | requests | per second |\n|---|---|---|---|")
+    for (verb, resource), n in sorted(counts.items(), key=lambda kv: -kv[1]):
+        print(f"| {verb} | {resource} | {n} | {n / seconds:.2f} |" if seconds else f"| {verb} | {resource} | {n} | |")
+events = sorted(seen.values())
+converging = [e for e in events if e[0] < steady_from]
+table("the product's requests until done (audit log)", converging, None)
+table(f"the product's requests in the {steady} s after", [e for e in events if e[0] >= steady_from], steady)
+EOF
+fi
 
 if [[ -n ${HEAPTRACK:-} ]]; then
     kill -INT "$PRODUCT"
