@@ -175,7 +175,8 @@ mod tests {
         assert_eq!(kept_spec.strategy, spec.strategy);
         let labels = |s: &DeploymentSpec| s.template.metadata.as_ref().and_then(|m| m.labels.clone());
         assert_eq!(labels(kept_spec), labels(spec));
-        let (status, kept_status) = (full.status.as_ref().expect("status"), cached.status.as_ref().expect("status"));
+        let (status, kept_status) =
+            (full.status.as_ref().expect("status"), cached.status.as_ref().expect("status"));
         assert_eq!(
             DeploymentStatus { conditions: None, ..status.clone() },
             kept_status.clone(),
@@ -225,7 +226,12 @@ mod tests {
         .expect("a PDB");
         let opted_out = full();
         let mut opted_in = full();
-        opted_in.metadata.annotations.as_mut().expect("annotations").remove(eviction_autoscaler_shared::keys::SURGE);
+        opted_in
+            .metadata
+            .annotations
+            .as_mut()
+            .expect("annotations")
+            .remove(eviction_autoscaler_shared::keys::SURGE);
         // At 4 replicas its maxSurge of 50% allows 2 more, the default 25% only 1.
         opted_in.spec.as_mut().expect("spec").replicas = Some(4);
 

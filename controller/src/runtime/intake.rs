@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
+use super::cached::CachedDeployment;
 use eviction_autoscaler_shared::admission::SignalReceiver;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain::is_draining;
 use jiff::Timestamp;
-use super::cached::CachedDeployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
