@@ -93,5 +93,5 @@ demo: check-tools check-kubectl
 endif
 	CLUSTER=$(CLUSTER) ./scripts/demo.sh
 
-bench: check-tools
+bench: check-tools cluster-build
 	./scripts/bench.sh

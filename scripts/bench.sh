@@ -9,3 +9,5 @@ echo "== kube-sim: seeding and listing at scale"
 cargo nextest run --release -p kube-sim --test scale --no-capture
 echo "== memory of one replica at cluster scale (sizes deploy/base/deployment.yaml)"
 scripts/bench_memory.sh
+echo "== drain time and signal -> scale latency on the real control plane"
+cargo bench --bench drain
