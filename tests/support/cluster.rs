@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use kube_sim::RequestRecord;
 
 use super::audit::{self, AUDIT_POLICY};
+use super::credentials::{kubeconfig, random_token, write_pki};
 use super::kubectl::Kubectl;
 use super::netns::ServiceNetwork;
 use serde_json::{Value, json};
@@ -530,66 +531,12 @@ impl Drop for ControlPlane {
     }
 }
 
-struct Pki {
-    ca_pem: String,
-}
-
-/// A CA, the apiserver's serving certificate (IP SAN 127.0.0.1), and the ServiceAccount
-/// signing key pair, written into `dir`.
-fn write_pki(dir: &Path) -> Pki {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
-    let ca_key = KeyPair::generate().expect("CA key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "test-cluster-ca");
-    let ca = ca_params.self_signed(&ca_key).expect("CA certificate");
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-
-    let key = KeyPair::generate().expect("serving key");
-    let mut params = CertificateParams::new(vec![
-        "localhost".to_owned(),
-        "kubernetes".to_owned(),
-        "kubernetes.default.svc".to_owned(),
-    ])
-    .expect("serving params");
-    params.subject_alt_names.push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
-    params.distinguished_name.push(rcgen::DnType::CommonName, "kube-apiserver");
-    let serving = params.signed_by(&key, &issuer).expect("serving certificate");
-
-    let sa = KeyPair::generate().expect("ServiceAccount key");
-    write(&dir.join("ca.crt"), &ca.pem());
-    write(&dir.join("apiserver.crt"), &serving.pem());
-    write(&dir.join("apiserver.key"), &key.serialize_pem());
-    write(&dir.join("sa.key"), &sa.serialize_pem());
-    write(&dir.join("sa.pub"), &sa.public_key_pem());
-    Pki { ca_pem: ca.pem() }
-}
-
-fn kubeconfig(server: &str, ca_pem: &str, user: &str, token: &str) -> String {
-    use base64::Engine as _;
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {"server": server, "certificate-authority-data": ca}}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": "test", "context": {"cluster": "test", "user": user}}],
-        "current-context": "test"
-    })
-    .to_string()
-}
-
 /// Three loopback ports that were free a moment ago (a clash is retried by [`ControlPlane::start`]).
 fn free_ports() -> [u16; 3] {
     let listeners: Vec<std::net::TcpListener> =
         (0..3).map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")).collect();
     let port = |i: usize| listeners[i].local_addr().expect("local addr").port();
     [port(0), port(1), port(2)]
-}
-
-fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).expect("/dev/urandom");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A plain-HTTP GET on `stream` answered 200.
@@ -603,6 +550,6 @@ fn http_ok(mut stream: std::net::TcpStream, path: &str) -> bool {
         && response.split_whitespace().nth(1) == Some("200")
 }
 
-fn write(path: &Path, text: &str) {
+pub(crate) fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }

@@ -571,6 +571,7 @@ pub mod audit;
 pub mod autoscalers;
 pub mod cert_manager;
 pub mod cluster;
+mod credentials;
 pub mod extra;
 pub mod fixtures;
 pub mod install;
