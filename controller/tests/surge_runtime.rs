@@ -249,3 +249,65 @@ async fn a_forgotten_cordon_expires_the_surge_once() {
     assert_eq!(replicas(&d), 1, "the pods left on the forgotten cordon do not surge it again");
     running.stop().await;
 }
+
+/// `n` Deployments in namespace `bulk`, each with its own PDB (so the first pass creates an
+/// EvictionAutoScaler for each: a write under the client rate limit).
+fn bulk_fixture(n: usize) -> String {
+    let mut yaml = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: bulk}\n");
+    for i in 0..n {
+        yaml.push_str(&format!(
+            r#"---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: app-{i}, namespace: bulk}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: app-{i}}}}}
+  template:
+    metadata: {{labels: {{app: app-{i}}}}}
+    spec: {{containers: [{{name: c, image: nginx}}]}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: app-{i}, namespace: bulk}}
+spec:
+  minAvailable: 1
+  selector: {{matchLabels: {{app: app-{i}}}}}
+"#
+        ));
+    }
+    yaml
+}
+
+#[tokio::test]
+async fn a_drain_surges_while_the_first_pass_is_queued() {
+    const BULK: usize = 200;
+    let sim = Sim::start().await;
+    sim.seed(&drain_fixture(1, "", false, true)).await;
+    sim.seed(&bulk_fixture(BULK)).await;
+    let client = sim.client().await;
+    // Two writes a second: the first pass's 200 EvictionAutoScalers take ~100 s.
+    let mut slow = (*config("1s", "1h")).clone();
+    (slow.kube_api_qps, slow.kube_api_burst) = (2.0, 1);
+    let config = std::sync::Arc::new(slow);
+    let running = start_controller(&sim, config).await;
+    eventually("caches synced", WAIT, || async { running.readiness.caches_synced().then_some(()) }).await;
+
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .patch("n1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"unschedulable": true}})))
+        .await
+        .expect("cordon");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    eventually("the drained node's Deployment surged", WAIT, || async {
+        deployments.get("web").await.ok().filter(|d| replicas(d) == 2)
+    })
+    .await;
+    let eas: Api<EvictionAutoScaler> = Api::namespaced(client.clone(), "bulk");
+    let created = eas.list(&ListParams::default()).await.expect("list EAS").items.len();
+    assert!(
+        created < BULK / 2,
+        "the surge waited for the first pass: {created} of {BULK} EAS already created"
+    );
+    running.stop().await;
+}

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use super::cached::CachedDeployment;
 use eviction_autoscaler_shared::admission::SignalReceiver;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain::is_draining;
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -17,8 +17,9 @@ use kube::runtime::watcher::Event;
 use tracing::{debug, info, instrument};
 
 use super::affected;
+use super::cached::CachedDeployment;
 use super::context::Context;
-use super::queue::Key;
+use super::queue::{Key, Lane};
 use crate::displaced::{SignaledPod, is_displaceable, owning_deployment};
 use crate::eas::last_eviction_patch;
 use crate::error;
@@ -34,14 +35,21 @@ pub enum Source {
     Eas,
 }
 
+/// Signals handled at once: each reads its pod and may record on the EAS, and a drain sends
+/// all its evictions together.
+const CONCURRENT_SIGNALS: usize = 16;
+
 /// Consumes the webhook's signals (the admission queue's signal lane), a batch at a time,
 /// until it closes.
 pub async fn webhook_signals(ctx: Arc<Context>, mut signals: SignalReceiver) {
     let mut batch = Vec::new();
+    let ctx = &ctx;
     while signals.next_batch(&mut batch).await {
-        for signal in batch.drain(..) {
-            handle_signal(&ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await;
-        }
+        futures::stream::iter(batch.drain(..))
+            .for_each_concurrent(CONCURRENT_SIGNALS, |signal| async move {
+                handle_signal(ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await;
+            })
+            .await;
     }
 }
 
@@ -92,7 +100,8 @@ async fn signal_deployment(
     if !ctx.surges.record_signal(&key, signal, blocked) {
         return Ok(()); // known already
     }
-    ctx.queues.deployments.schedule_now(key);
+    let lane = if blocked { Lane::Urgent } else { Lane::Normal }; // a drain waits on a refusal
+    ctx.queues.deployments.schedule_now_in(lane, key);
     // Out of scope there is no EAS to record on (the PATCH would only answer 404); an eviction
     // the budget allows needs no surge, so the holder need not hear of it.
     if source == Source::Webhook
@@ -269,7 +278,7 @@ pub async fn pods_on_draining_node(ctx: Arc<Context>, key: Key) {
                 {
                     let deployment = (ns, deployment);
                     ctx.surges.triggered(&deployment, since);
-                    ctx.queues.deployments.schedule_now(deployment);
+                    ctx.queues.deployments.schedule_now_in(Lane::Urgent, deployment);
                 }
             }
         }

@@ -14,6 +14,11 @@ use prometheus_client::registry::{Registry, Unit};
 
 use super::queue::Key;
 
+/// `signal_to_scale_latency` buckets, 1 ms … 100 s in 1-2-5 steps: they resolve the 50 ms a
+/// drain's surge should take (issue 19) and the seconds a slow one does.
+const LATENCY_BUCKETS: [f64; 16] =
+    [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0];
+
 /// Label: where a signal came from (`webhook`, `eas`, `drain`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
@@ -126,8 +131,7 @@ impl Metrics {
             surges_overdue: Gauge::default(),
             leader: Gauge::default(),
             degraded: Family::default(),
-            // 1 ms … ~65 s.
-            signal_to_scale_latency: Histogram::new(exponential_buckets(0.001, 2.0, 17)),
+            signal_to_scale_latency: Histogram::new(LATENCY_BUCKETS.iter().copied()),
             pdb_actions: Family::default(),
             writes: Family::default(),
             writes_rate_limited: Counter::default(),

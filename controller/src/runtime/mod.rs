@@ -19,7 +19,7 @@ mod recorder;
 pub(crate) mod surge;
 pub mod write;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -50,17 +50,27 @@ use self::metrics::Metrics;
 use self::queue::{Key, WorkQueue};
 use crate::error::Error;
 
-/// Most Deployments evaluated at once.
-const MAX_CONCURRENT_EVALUATIONS: usize = 8;
+/// Deployments evaluated at once: up to 8 for routine reasons (watch events, next checks, an
+/// install's first pass over every Deployment), and up to 128 counting those a drain waits on
+/// ([`queue::Lane::Urgent`]), so a drain of a node with a hundred blocked Deployments surges
+/// them together rather than eight at a time. Each holds an HTTP/1.1 connection while it reads
+/// or writes.
+const DEPLOYMENT_EVALUATIONS: Limits = Limits { normal: 8, urgent: 128 };
 
 /// Most default PDBs, and apart from them most PDBs (hand-overs, PDBs of deleted
 /// Deployments), evaluated at once.
-const MAX_CONCURRENT_PDB_EVALUATIONS: usize = 4;
+const PDB_EVALUATIONS: Limits = Limits::of(4);
 
 /// Longest one evaluation of a Deployment may take, API calls included: below the apiserver's
 /// longest admission webhook timeout (30 s), so a write held by a webhook that never answers is
 /// given up and retried with back-off.
 pub const EVALUATION_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How long after a surge evaluation its Deployment's default PDB is evaluated: during a
+/// drain a Deployment's status moves every second or so, and each move is a surge evaluation;
+/// they share one default-PDB evaluation, which reads the whole namespace (a namespace of a
+/// hundred Deployments being drained otherwise spends most of the product's CPU there).
+const DEFAULT_PDB_AFTER: Duration = Duration::from_secs(1);
 
 /// How long writes stay allowed without leader election: the life of the process.
 const WITHOUT_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -271,11 +281,11 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     tokio::join!(
         follow_leadership(&ctx),
         follow_config(&ctx),
-        drain(&ctx, &ctx.queues.deployments, MAX_CONCURRENT_EVALUATIONS, evaluate),
-        drain(&ctx, &ctx.queues.default_pdbs, MAX_CONCURRENT_PDB_EVALUATIONS, evaluate_default_pdb),
-        drain(&ctx, &ctx.queues.pdbs, MAX_CONCURRENT_PDB_EVALUATIONS, evaluate_pdb),
-        drain(&ctx, &ctx.queues.draining_nodes, 2, intake::pods_on_draining_node),
-        drain(&ctx, &ctx.queues.eas_signals, 2, intake::eas_signal),
+        drain(&ctx, &ctx.queues.deployments, DEPLOYMENT_EVALUATIONS, evaluate),
+        drain(&ctx, &ctx.queues.default_pdbs, PDB_EVALUATIONS, evaluate_default_pdb),
+        drain(&ctx, &ctx.queues.pdbs, PDB_EVALUATIONS, evaluate_pdb),
+        drain(&ctx, &ctx.queues.draining_nodes, Limits::of(2), intake::pods_on_draining_node),
+        drain(&ctx, &ctx.queues.eas_signals, Limits::of(2), intake::eas_signal),
     );
 }
 
@@ -307,25 +317,41 @@ async fn follow_config(ctx: &Arc<Context>) {
     }
 }
 
-/// Evaluates the keys of `queue` as they come due, on the Lease holder only: side by side, at
-/// most `limit` at once, never one key twice at once, each within EVALUATION_TIMEOUT — one slow
-/// or hung API call (a webhook that never answers on one Deployment's writes) must not hold
-/// back every other surge and revert.
-async fn drain<F>(ctx: &Arc<Context>, queue: &WorkQueue, limit: usize, evaluate: fn(Arc<Context>, Key) -> F)
+/// How many evaluations of one queue run at once: `normal` of any lane, up to `urgent` when
+/// the others are urgent.
+#[derive(Clone, Copy)]
+struct Limits {
+    normal: usize,
+    urgent: usize,
+}
+
+impl Limits {
+    /// One limit for every lane.
+    const fn of(limit: usize) -> Self {
+        Self { normal: limit, urgent: limit }
+    }
+}
+
+/// Evaluates the keys of `queue` as they come due, on the Lease holder only: side by side,
+/// within `limits`, never one key twice at once, each within EVALUATION_TIMEOUT — one slow or
+/// hung API call (a webhook that never answers on one Deployment's writes) must not hold back
+/// every other surge and revert.
+async fn drain<F>(ctx: &Arc<Context>, queue: &WorkQueue, limits: Limits, evaluate: fn(Arc<Context>, Key) -> F)
 where
     F: Future<Output = ()> + Send + 'static,
 {
     let mut running = tokio::task::JoinSet::new();
-    let mut in_flight = HashMap::new(); // task id -> its key (a handful: scans are cheap)
-    let mut again = HashSet::new();
+    let mut in_flight = HashMap::new(); // task id -> its key
+    let mut again = HashMap::new(); // key -> its lane, for keys due while being evaluated
     loop {
         tokio::select! {
-            key = queue.next(), if running.len() < limit => {
+            (lane, key) = queue.next(running.len() >= limits.normal), if running.len() < limits.urgent => {
                 if !ctx.may_write() {
                     continue; // followers only keep caches and record signals
                 }
                 if in_flight.values().any(|k| *k == key) {
-                    again.insert(key); // evaluated again once the current pass ends
+                    let wanted = again.entry(key).or_insert(lane);
+                    *wanted = lane.min(*wanted); // evaluated again once the current pass ends
                     continue;
                 }
                 let task = running.spawn(evaluate(ctx.clone(), key.clone()));
@@ -339,8 +365,8 @@ where
                     warn!(namespace = %key.0, name = %key.1, "evaluation panicked; retrying");
                     queue.schedule(key.clone(), tokio::time::Instant::now() + MAX_BACKOFF);
                 }
-                if again.remove(&key) {
-                    queue.schedule_now(key);
+                if let Some(lane) = again.remove(&key) {
+                    queue.schedule_now_in(lane, key);
                 }
             }
         }
@@ -348,7 +374,7 @@ where
 }
 
 /// One surge evaluation of Deployment `key`, bounded by [`EVALUATION_TIMEOUT`]; schedules the
-/// next one, and then its default PDB.
+/// next one, and its default PDB [`DEFAULT_PDB_AFTER`] later.
 async fn evaluate(ctx: Arc<Context>, key: Key) {
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
     let result = timed(&ctx, "surge", deadline, surge::reconcile(&ctx, &key)).await;
@@ -356,7 +382,7 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
         if let Some(at) = next {
             ctx.queues.deployments.schedule(key.clone(), instant_at(*at));
         }
-        ctx.queues.default_pdbs.schedule_now(key.clone());
+        ctx.queues.default_pdbs.schedule(key.clone(), tokio::time::Instant::now() + DEFAULT_PDB_AFTER);
     }
     let _span = info_span!("surge", namespace = %key.0, deployment = %key.1).entered();
     settle(&ctx.queues.deployments, key, result.map(|_| ()));
@@ -365,7 +391,7 @@ async fn evaluate(ctx: Arc<Context>, key: Key) {
     }
 }
 
-/// The default PDB of Deployment `key` (after each of its surge evaluations), bounded by
+/// The default PDB of Deployment `key` (1 s after its surge evaluations), bounded by
 /// [`EVALUATION_TIMEOUT`].
 async fn evaluate_default_pdb(ctx: Arc<Context>, key: Key) {
     let Some(uid) = ctx.default_pdbs.crd_uid() else { return };

@@ -16,14 +16,18 @@ use super::lock;
 /// Deployment, when many Deployments are evaluated together).
 const NODE_PODS_TTL: Duration = Duration::from_secs(2);
 
-/// Pods listed on a node, and when.
+/// Pods listed on a node, and when the LIST was sent.
 type ListedPods = (Instant, Arc<Vec<Pod>>);
+
+/// The latest listing of one node's pods; locked while a LIST is on its way, so callers that
+/// want the same listing wait for it rather than each sending their own.
+type NodePods = Arc<tokio::sync::Mutex<Option<ListedPods>>>;
 
 /// The draining nodes (and since when) and their recently listed pods.
 #[derive(Debug, Default)]
 pub struct DrainingNodes {
     since: Mutex<BTreeMap<String, Instant>>,
-    pods: Mutex<HashMap<String, ListedPods>>,
+    pods: Mutex<HashMap<String, NodePods>>,
 }
 
 impl DrainingNodes {
@@ -55,22 +59,42 @@ impl DrainingNodes {
         lock(&self.since).get(node).copied()
     }
 
-    /// Drops every reused pod list, so the next [`Self::pods_on`] reads afresh.
-    pub fn forget_pods(&self) {
-        lock(&self.pods).clear();
+    /// Pods on `node` (LIST with a `spec.nodeName` field selector), reused for a moment: one
+    /// LIST per node, not per Deployment, when many Deployments are evaluated together.
+    pub async fn pods_on(&self, client: &Client, node: &str) -> Result<Arc<Vec<Pod>>, kube::Error> {
+        self.listing(client, node, |sent| sent.elapsed() < NODE_PODS_TTL).await
     }
 
-    /// Pods on `node` (LIST with a `spec.nodeName` field selector, reused for a moment).
-    pub async fn pods_on(&self, client: &Client, node: &str) -> Result<Arc<Vec<Pod>>, kube::Error> {
-        if let Some((at, pods)) = lock(&self.pods).get(node)
-            && at.elapsed() < NODE_PODS_TTL
+    /// Lists the pods of every draining node again unless a LIST sent at or after `since` is
+    /// at hand (or on its way: then it is awaited). Deployments that surge together each want
+    /// the pods as they are now; they share one LIST per node.
+    pub async fn list_again(&self, client: &Client, since: Instant) -> Result<(), kube::Error> {
+        let lists = self
+            .names()
+            .into_iter()
+            .map(|node| async move { self.listing(client, &node, |sent| sent >= since).await.map(drop) });
+        futures::future::try_join_all(lists).await.map(drop)
+    }
+
+    /// The last listing of `node` if `usable` says so of when it was sent, else a new one.
+    async fn listing(
+        &self,
+        client: &Client,
+        node: &str,
+        usable: impl Fn(Instant) -> bool,
+    ) -> Result<Arc<Vec<Pod>>, kube::Error> {
+        let slot = lock(&self.pods).entry(node.to_owned()).or_default().clone();
+        let mut listed = slot.lock().await;
+        if let Some((sent, pods)) = listed.as_ref()
+            && usable(*sent)
         {
             return Ok(pods.clone());
         }
+        let sent = Instant::now();
         let api: Api<Pod> = Api::all(client.clone());
         let list = api.list(&ListParams::default().fields(&format!("spec.nodeName={node}"))).await?;
         let pods = Arc::new(list.items);
-        lock(&self.pods).insert(node.to_owned(), (Instant::now(), pods.clone()));
+        *listed = Some((sent, pods.clone()));
         Ok(pods)
     }
 }

@@ -1,7 +1,10 @@
 //! A keyed timer queue: each key is due at most once, at its earliest requested time, and
 //! keys come out in the order they fall due (O(log n) per operation). Watch events schedule
 //! "now"; plans schedule their `next_check`; failed evaluations are retried with back-off.
-//! One consumer.
+//! Keys a drain waits on (a drain edge, a blocking eviction signal) are scheduled [`Lane::Urgent`]:
+//! they come out before every key merely due, and the consumer may take them when its normal
+//! limit is reached, so a surge never waits behind a bulk of routine evaluations (an install
+//! onto thousands of Deployments). One consumer.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -15,11 +18,21 @@ use super::{MAX_BACKOFF, lock};
 /// A Deployment, as `(namespace, name)`.
 pub type Key = (String, String);
 
-/// The keys waiting: when each is due, and the same ordered by that time.
+/// How soon a key is wanted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Lane {
+    /// A drain waits on it: due now, ahead of every [`Lane::Normal`] key.
+    Urgent,
+    /// Due at its time, after every urgent key.
+    Normal,
+}
+
+/// The keys waiting: the lane and time of each, and the same ordered (urgent first, then by
+/// time).
 #[derive(Debug, Default)]
 struct Due {
-    at: HashMap<Key, Instant>,
-    order: BTreeSet<(Instant, Key)>,
+    at: HashMap<Key, (Lane, Instant)>,
+    order: BTreeSet<(Lane, Instant, Key)>,
 }
 
 /// The queue.
@@ -32,28 +45,37 @@ pub struct WorkQueue {
 }
 
 impl WorkQueue {
-    /// Makes `key` due at `at`, unless it is already due earlier.
+    /// Makes `key` due at `at`, unless it is already due earlier or urgent.
     pub fn schedule(&self, key: Key, at: Instant) {
-        let mut due = lock(&self.due);
-        let Due { at: times, order } = &mut *due;
-        match times.get_mut(&key) {
-            Some(current) if *current <= at => return,
-            Some(current) => {
-                order.remove(&(*current, key.clone()));
-                *current = at;
-            }
-            None => {
-                times.insert(key.clone(), at);
-            }
-        }
-        order.insert((at, key));
-        drop(due);
-        self.notify.notify_one();
+        self.schedule_in(Lane::Normal, key, at);
     }
 
     /// Makes `key` due now.
     pub fn schedule_now(&self, key: Key) {
         self.schedule(key, Instant::now());
+    }
+
+    /// Makes `key` due now in `lane`.
+    pub fn schedule_now_in(&self, lane: Lane, key: Key) {
+        self.schedule_in(lane, key, Instant::now());
+    }
+
+    fn schedule_in(&self, lane: Lane, key: Key, at: Instant) {
+        let mut due = lock(&self.due);
+        let Due { at: times, order } = &mut *due;
+        match times.get_mut(&key) {
+            Some(current) if *current <= (lane, at) => return,
+            Some(current) => {
+                order.remove(&(current.0, current.1, key.clone()));
+                *current = (lane, at);
+            }
+            None => {
+                times.insert(key.clone(), (lane, at));
+            }
+        }
+        order.insert((lane, at, key));
+        drop(due);
+        self.notify.notify_one();
     }
 
     /// Schedules `key` again after a failed evaluation: after 2 s, 4 s … up to
@@ -81,17 +103,18 @@ impl WorkQueue {
         lock(&self.due).at.len()
     }
 
-    /// Waits for the next due key and removes it.
-    pub async fn next(&self) -> Key {
+    /// Waits for the next due key (only urgent ones if `urgent_only`) and removes it.
+    pub async fn next(&self, urgent_only: bool) -> (Lane, Key) {
         loop {
             let earliest = {
                 let mut due = lock(&self.due);
-                let first = due.order.first().map(|(at, _)| *at);
+                let first = due.order.first().filter(|(lane, ..)| !urgent_only || *lane == Lane::Urgent);
+                let first = first.map(|(_, at, _)| *at);
                 if first.is_some_and(|at| at <= Instant::now())
-                    && let Some((_, key)) = due.order.pop_first()
+                    && let Some((lane, _, key)) = due.order.pop_first()
                 {
                     due.at.remove(&key);
-                    return key;
+                    return (lane, key);
                 }
                 first
             };
@@ -125,11 +148,11 @@ mod tests {
         q.schedule(key("soon"), start + Duration::from_secs(5));
         q.schedule(key("late"), start + Duration::from_secs(60)); // later request ignored
         assert_eq!(q.len(), 2);
-        assert_eq!(q.next().await, key("soon"));
+        assert_eq!(q.next(false).await.1, key("soon"));
         assert!(Instant::now() >= start + Duration::from_secs(5));
         q.schedule_now(key("now"));
-        assert_eq!(q.next().await, key("now"));
-        assert_eq!(q.next().await, key("late"));
+        assert_eq!(q.next(false).await.1, key("now"));
+        assert_eq!(q.next(false).await.1, key("late"));
         assert!(
             Instant::now() >= start + Duration::from_secs(10)
                 && Instant::now() < start + Duration::from_secs(60)
@@ -148,7 +171,7 @@ mod tests {
         tokio::time::advance(Duration::from_secs(10)).await;
         let mut order = Vec::new();
         for _ in 0..4 {
-            order.push(q.next().await.1);
+            order.push(q.next(false).await.1.1);
         }
         assert_eq!(order, ["d", "a", "b", "c"]);
         assert_eq!(q.len(), 0, "a key moved earlier is due once, not twice");
@@ -163,7 +186,25 @@ mod tests {
         q.succeeded(&key("a"));
         assert_eq!(q.retry(key("a")).as_secs(), 2, "a success starts over");
         let start = Instant::now();
-        assert_eq!(q.next().await, key("a"));
+        assert_eq!(q.next(false).await.1, key("a"));
         assert_eq!(Instant::now() - start, Duration::from_secs(2), "retried after its wait");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn urgent_keys_come_out_first_and_alone_when_asked() {
+        let q = WorkQueue::default();
+        for name in ["bulk-1", "bulk-2"] {
+            q.schedule_now(key(name));
+        }
+        tokio::time::advance(Duration::from_millis(1)).await;
+        q.schedule_now_in(Lane::Urgent, key("drained"));
+        q.schedule_now(key("drained")); // a routine request does not demote it
+        assert_eq!(q.next(true).await, (Lane::Urgent, key("drained")), "ahead of keys due earlier");
+        let only_urgent = tokio::time::timeout(Duration::from_secs(60), q.next(true)).await;
+        assert!(only_urgent.is_err(), "no urgent key left: routine keys are not taken");
+        q.schedule_now_in(Lane::Urgent, key("bulk-2")); // promoted: due once, urgently
+        assert_eq!(q.next(false).await, (Lane::Urgent, key("bulk-2")));
+        assert_eq!(q.next(false).await, (Lane::Normal, key("bulk-1")));
+        assert_eq!(q.len(), 0);
     }
 }

@@ -38,6 +38,19 @@ pub async fn read_pdbs(
     Ok(fresh)
 }
 
+/// The pods `deployment`'s selector selects, read now (a small LIST, where a node's listing
+/// holds every pod on it); `None` if its selector cannot be put in a query.
+pub async fn read_own_pods(ctx: &Context, deployment: &Deployment) -> Result<Option<Vec<Pod>>, kube::Error> {
+    let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
+    let Some(selector) =
+        deployment.spec.as_ref().and_then(|s| selector::query(&s.selector).ok()).filter(|s| !s.is_empty())
+    else {
+        return Ok(None);
+    };
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    Ok(Some(api.list(&ListParams::default().labels(&selector)).await?.items))
+}
+
 /// The EAS named like `pdb` in `namespace`, from the cache.
 pub fn cached_eas(ctx: &Context, namespace: &str, pdb: &str) -> Option<Arc<EvictionAutoScaler>> {
     ctx.caches.eas.get(&ObjectRef::new(pdb).within(namespace))
@@ -52,12 +65,15 @@ pub fn signal_horizon(ctx: &Context) -> SignedDuration {
 
 /// Observes the Deployment `deployment` covered by `pdbs` (each cached or freshly read), and
 /// what the surge memory recalls of it (`resumed_at`: the hold anchor this observation
-/// assumed, for the reconciler to record).
+/// assumed, for the reconciler to record). `own_pods`, if read afresh ([`read_own_pods`]),
+/// replace the node listings as the Deployment's pods; the listings still tell whether a
+/// drain is in progress.
 pub async fn observe(
     ctx: &Context,
     key: &Key,
     deployment: Deployment,
     pdbs: Vec<PodDisruptionBudget>,
+    own_pods: Option<&[Pod]>,
     now: Timestamp,
 ) -> Result<(Observed, Recalled), kube::Error> {
     let (namespace, name) = key;
@@ -75,15 +91,25 @@ pub async fn observe(
     let mut drain_in_progress = !draining.is_empty();
     if (surge_active || blocked) && !draining.is_empty() {
         drain_in_progress = false;
-        for node in &draining {
-            let pods = ctx.nodes.pods_on(&ctx.client, node).await?;
+        let owned = |p: &&Pod| {
+            p.metadata.namespace.as_deref() == Some(namespace.as_str())
+                && owning_deployment(p).as_deref() == Some(name.as_str())
+        };
+        let on_node = |p: &&Pod| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| draining.iter().any(|d| d == n))
+        };
+        let listings = draining.iter().map(|node| ctx.nodes.pods_on(&ctx.client, node));
+        for pods in futures::future::try_join_all(listings).await? {
             drain_in_progress |= pods.iter().any(displaced::drain_pending);
-            on_draining.extend(
-                pods.iter()
-                    .filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()))
-                    .filter(|p| owning_deployment(p).as_deref() == Some(name.as_str()))
-                    .cloned(),
-            );
+            if own_pods.is_none() {
+                on_draining.extend(pods.iter().filter(owned).cloned());
+            }
+        }
+        if let Some(pods) = own_pods {
+            on_draining = pods.iter().filter(owned).filter(on_node).cloned().collect();
         }
     }
 

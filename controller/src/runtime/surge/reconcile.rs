@@ -13,12 +13,12 @@ use tracing::{debug, info, instrument, warn};
 
 use super::eas_sync;
 use super::memory::Evaluated;
-use super::observe::{observe, read_pdbs, signal_horizon};
+use super::observe::{observe, read_own_pods, read_pdbs, signal_horizon};
 use crate::error::{self, Error};
 use crate::keda::ScaledObject;
 use crate::runtime::context::Context;
 use crate::runtime::instant_at;
-use crate::runtime::queue::Key;
+use crate::runtime::queue::{Key, Lane};
 use crate::surge::scaler::hpa_targets_deployment;
 use crate::surge::{self, Observed, Outcome, Plan, PlannedEvent, ScalerKind, Write};
 
@@ -35,24 +35,34 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     };
     let now = Timestamp::now();
     let pdbs = ctx.covering_pdbs(&cached);
-    let (mut observed, mut recalled) = observe(ctx, key, cached.clone(), pdbs.clone(), now).await?;
+    let (mut observed, mut recalled) = observe(ctx, key, cached, pdbs.clone(), None, now).await?;
     if let Some(at) = recalled.resumed_at {
         ctx.surges.resumed(key, at);
     }
     let mut plan = surge::plan(&observed, &ctx.config(), now);
+    let mut deployment_read = false;
     if matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged) {
         // Surging rests on pods listed up to NODE_PODS_TTL ago and on cached PDBs; a budget
         // that just closed because kubectl's eviction went through would otherwise count the
-        // evicted pod as still displaced and surge for nothing. Re-read both before scaling up.
-        ctx.nodes.forget_pods();
-        let pdbs = read_pdbs(ctx, &key.0, &pdbs).await?;
-        (observed, recalled) = observe(ctx, key, cached.clone(), pdbs, now).await?;
+        // evicted pod as still displaced and surge for nothing. Re-read the PDBs (with the
+        // Deployment the write touches), then its pods: listed after the PDBs were read, a
+        // pod whose eviction the budget no longer lists is seen gone.
+        let (pdbs, deployment) = tokio::try_join!(read_pdbs(ctx, &key.0, &pdbs), read_deployment(ctx, key))?;
+        let own_pods = read_own_pods(ctx, &deployment).await?;
+        if own_pods.is_none() {
+            ctx.nodes.list_again(&ctx.client, tokio::time::Instant::now()).await?;
+        }
+        (observed, recalled) = observe(ctx, key, deployment, pdbs, own_pods.as_deref(), now).await?;
         plan = surge::plan(&observed, &ctx.config(), now);
+        deployment_read = true;
     }
     record_overdue(ctx, key, &observed, &plan, now);
     if plan.write.is_some() {
         // Never write from a trimmed cache copy: re-read what the write touches, decide again.
-        refresh(ctx, key, &mut observed).await?;
+        if !deployment_read {
+            observed.deployment = read_deployment(ctx, key).await?;
+        }
+        refresh_autoscalers(ctx, key, &mut observed).await?;
         plan = surge::plan(&observed, &ctx.config(), now);
     }
     if let Some(write) = &plan.write {
@@ -60,7 +70,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
             Ok(()) => record_action(ctx, key, &plan),
             Err(e) if error::is_conflict(&e) => {
                 debug!("conflict on write; re-reading");
-                ctx.queues.deployments.schedule_now(key.clone());
+                ctx.queues.deployments.schedule_now_in(Lane::Urgent, key.clone());
                 return Ok(None);
             }
             Err(e) if error::is_forbidden(&e) => {
@@ -167,12 +177,10 @@ fn kind_name(kind: ScalerKind) -> &'static str {
     }
 }
 
-/// Replaces the cached Deployment, HPAs and ScaledObjects with fresh reads.
-async fn refresh(ctx: &Context, key: &Key, observed: &mut Observed) -> Result<(), kube::Error> {
+/// The Deployment `key` as the API server has it now.
+async fn read_deployment(ctx: &Context, key: &Key) -> Result<Deployment, kube::Error> {
     let (namespace, name) = key;
-    let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
-    observed.deployment = deployments.get(name).await?;
-    refresh_autoscalers(ctx, key, observed).await
+    Api::<Deployment>::namespaced(ctx.client.clone(), namespace).get(name).await
 }
 
 /// Replaces the cached HPAs and ScaledObjects scaling `key` with fresh reads.
