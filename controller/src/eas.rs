@@ -2,6 +2,8 @@
 //! protects a Deployment in scope, with the PDB's name, owned by the PDB (so it goes when the
 //! PDB goes), pointing at the Deployment.
 
+use std::collections::BTreeMap;
+
 use eviction_autoscaler_shared::crd::{EvictionAutoScaler, EvictionAutoScalerSpec};
 use eviction_autoscaler_shared::keys;
 use eviction_autoscaler_shared::selector::pdb_covers_template;
@@ -15,25 +17,23 @@ pub const TARGET_KIND: &str = "deployment";
 
 /// Does `pdb` select the pods of `deployment` (same namespace, selector matches the template)?
 pub fn pdb_covers(pdb: &PodDisruptionBudget, deployment: &Deployment) -> bool {
-    if pdb.metadata.namespace != deployment.metadata.namespace {
-        return false;
-    }
     let template_labels =
         deployment.spec.as_ref().and_then(|s| s.template.metadata.as_ref()?.labels.as_ref());
+    pdb_selects(pdb, deployment.metadata.namespace.as_deref(), template_labels)
+}
+
+/// Does `pdb` select pods labelled `template_labels` in `namespace`?
+pub fn pdb_selects(
+    pdb: &PodDisruptionBudget,
+    namespace: Option<&str>,
+    template_labels: Option<&BTreeMap<String, String>>,
+) -> bool {
+    if pdb.metadata.namespace.as_deref() != namespace {
+        return false;
+    }
     let selector = pdb.spec.as_ref().and_then(|s| s.selector.as_ref());
     // An invalid selector selects nothing we could act on.
     pdb_covers_template(selector, template_labels).unwrap_or(false)
-}
-
-/// The Deployment a PDB protects: the first by name among those it covers.
-pub fn protected_deployment<'a>(
-    pdb: &PodDisruptionBudget,
-    deployments: impl IntoIterator<Item = &'a Deployment>,
-) -> Option<&'a Deployment> {
-    deployments
-        .into_iter()
-        .filter(|d| pdb_covers(pdb, d))
-        .min_by(|a, b| a.metadata.name.cmp(&b.metadata.name))
 }
 
 /// The EAS for `pdb` protecting the Deployment `target`.
@@ -101,10 +101,6 @@ mod tests {
     use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-    fn deployment(name: &str, app: &str) -> Deployment {
-        crate::fixtures::deployment("prod", name, 1, &[("app", app)], &[])
-    }
-
     fn pdb(app: &str) -> PodDisruptionBudget {
         PodDisruptionBudget {
             metadata: ObjectMeta {
@@ -126,11 +122,6 @@ mod tests {
 
     #[test]
     fn one_eas_per_pdb_owned_by_it() {
-        let deployments = [deployment("zeta", "web"), deployment("alpha", "web"), deployment("db", "db")];
-        let target = protected_deployment(&pdb("web"), &deployments).and_then(|d| d.metadata.name.clone());
-        assert_eq!(target.as_deref(), Some("alpha"));
-        assert!(protected_deployment(&pdb("none"), &deployments).is_none());
-
         let eas = desired(&pdb("web"), "alpha");
         assert_eq!(eas.metadata.name.as_deref(), Some("web-pdb"));
         assert_eq!(eas.spec.target_kind, "deployment");

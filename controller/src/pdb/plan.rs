@@ -36,7 +36,8 @@ pub struct NamespaceView<'a> {
     pub namespace: &'a Namespace,
     /// Every PDB in the namespace, whoever owns it.
     pub pdbs: &'a [PodDisruptionBudget],
-    /// Every Deployment in the namespace (for overlapping selectors between Deployments).
+    /// Every Deployment in the namespace (for overlapping selectors between Deployments):
+    /// only their names and pod template labels are read, and the runtime passes no more.
     pub deployments: &'a [Deployment],
 }
 

@@ -9,9 +9,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::watcher::Event;
 
 use super::caches::Caches;
-use super::context::key_of;
 use super::queue::Key;
-use crate::eas::pdb_covers;
 use crate::keda::ScaledObject;
 
 /// Keys made due: Deployments (surge and default-PDB evaluation) and PDBs (hand-over, PDBs
@@ -62,8 +60,7 @@ pub fn by_pdb(event: &Event<PodDisruptionBudget>, caches: &Caches) -> Due {
 
 /// The cached Deployments whose pods `pdb` covers.
 pub fn covered_by(pdb: &PodDisruptionBudget, caches: &Caches) -> Vec<Key> {
-    let namespace = pdb.metadata.namespace.as_deref().unwrap_or_default();
-    caches.deployments_in(namespace).iter().filter(|d| pdb_covers(pdb, d)).filter_map(key_of).collect()
+    caches.deployments_covered_by(pdb)
 }
 
 /// An HPA changed or went: the Deployment it scales is due.
@@ -182,6 +179,21 @@ mod tests {
         );
         let relisted = by_pdb(&Event::InitApply(web_pdb), &caches);
         assert_eq!(relisted.pdbs, vec![], "a re-list plans no PDB");
+    }
+
+    #[test]
+    fn the_deployments_a_pdb_covers_come_by_name_the_first_being_the_one_it_protects() {
+        let caches = cached(
+            &[
+                deployment("shop", "zeta", "web"),
+                deployment("shop", "alpha", "web"),
+                deployment("shop", "db", "db"),
+            ],
+            &[],
+        );
+        let covered = covered_by(&pdb("shop", "web-pdb", "web", false), &caches);
+        assert_eq!(covered, vec![key("shop", "alpha"), key("shop", "zeta")]);
+        assert!(covered_by(&pdb("shop", "none", "none", false), &caches).is_empty());
     }
 
     #[test]

@@ -97,6 +97,29 @@ impl CachedDeployment {
         }
     }
 
+    /// The Deployment as the PDB plans take the namespace's Deployments besides the one
+    /// planned ([`crate::pdb::NamespaceView::deployments`]): name, namespace and pod template
+    /// labels, nothing else (a namespace of many Deployments is read on every PDB decision).
+    pub fn to_sibling(&self) -> Deployment {
+        Deployment {
+            metadata: ObjectMeta {
+                name: self.name.clone(),
+                namespace: self.namespace.clone(),
+                ..ObjectMeta::default()
+            },
+            spec: Some(DeploymentSpec {
+                template: PodTemplateSpec {
+                    metadata: self
+                        .template_labels()
+                        .map(|labels| ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
+                    spec: None,
+                },
+                ..DeploymentSpec::default()
+            }),
+            status: None,
+        }
+    }
+
     /// Its queue key.
     pub fn key(&self) -> Option<Key> {
         Some((self.namespace.clone()?, self.name.clone()?))
@@ -105,6 +128,11 @@ impl CachedDeployment {
     /// Its namespace.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
+    }
+
+    /// Its pod template's labels.
+    pub fn template_labels(&self) -> Option<&BTreeMap<String, String>> {
+        self.spec.as_ref()?.template_labels.as_ref()
     }
 }
 
@@ -194,6 +222,56 @@ mod tests {
         assert!(!expected.is_empty(), "the fixture has an annotation decisions read");
         assert!(spec.template.spec.is_some() && kept_spec.template.spec.is_none());
         assert!(status.conditions.is_some());
+    }
+
+    /// The PDB plans read only names and pod template labels of the namespace's other
+    /// Deployments: the same decisions with `to_sibling` views as with the recorded object.
+    #[test]
+    fn pdb_decisions_on_sibling_views_are_those_on_the_full_deployments() {
+        use crate::pdb::{self, Action, NamespaceView, SkipReason};
+        use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+        let config = pdb::fixtures::config();
+        let enabled = [(eviction_autoscaler_shared::keys::NAMESPACE_ENABLE, "true")];
+        let namespace = pdb::fixtures::namespace("default", &enabled);
+        let web = full(); // pods app=web, tier=frontend
+        let sibling = CachedDeployment::from(web.clone()).to_sibling();
+        // "api" runs pods app=web only: its default PDB (app=web) would also select web's pods,
+        // which a user PDB on tier=frontend already covers.
+        let api = crate::fixtures::deployment("default", "api", 2, &[("app", "web")], &[]);
+        let frontend: PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "default", "name": "frontend"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"tier": "frontend"}}},
+        }))
+        .expect("a PDB");
+        let ours = pdb::desired_pdb(&web, None, &config, "crd-uid").expect("a default PDB for web");
+        let pdbs = [frontend.clone()];
+
+        let mut decisions = Vec::new();
+        for view_of_web in [&web, &sibling] {
+            let deployments = [api.clone(), view_of_web.clone()];
+            let view = NamespaceView { namespace: &namespace, pdbs: &pdbs, deployments: &deployments };
+            let plan = pdb::plan_deployment(&api, None, &view, &config, "crd-uid");
+            let affected: Vec<_> = pdb::affected_deployments(&frontend, &deployments)
+                .iter()
+                .map(|d| d.metadata.name.clone())
+                .collect();
+            decisions.push((
+                plan,
+                pdb::plan_pdb(&ours, &deployments),
+                affected,
+                pdb::plan_pdb_admission(&frontend, false, &view),
+            ));
+        }
+        assert_eq!(decisions[0], decisions[1]);
+        let (plan, owned, affected, _) = &decisions[0];
+        assert!(
+            matches!(plan.action, Action::Skip { reason: SkipReason::WouldOverlapOtherPdb, .. }),
+            "the sibling's labels decide: {:?}",
+            plan.action
+        );
+        assert_eq!(*owned, Action::Nothing, "the sibling's name keeps its default PDB");
+        assert_eq!(*affected, vec![Some("web".to_owned())]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use tracing::{debug, warn};
 
 use super::cached::{CachedDeployment, LAST_APPLIED};
 use super::queue::Key;
+use crate::eas::{pdb_covers, pdb_selects};
 use crate::keda::ScaledObject;
 
 /// Read handles of every cache; cheap to clone.
@@ -95,10 +96,34 @@ impl Caches {
             && results.5.is_ok()
     }
 
-    /// Cached Deployments in `namespace`.
-    pub fn deployments_in(&self, namespace: &str) -> Vec<Deployment> {
+    /// The keys of the cached Deployments whose pods `pdb` selects, by name (on the compact
+    /// cache: a PDB in a namespace of many Deployments rebuilds none of them).
+    pub fn deployments_covered_by(&self, pdb: &PodDisruptionBudget) -> Vec<Key> {
+        let namespace = pdb.metadata.namespace.as_deref();
+        let mut keys: Vec<Key> = self
+            .deployments
+            .state()
+            .iter()
+            .filter(|d| d.namespace() == namespace && pdb_selects(pdb, namespace, d.template_labels()))
+            .filter_map(|d| d.key())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// Cached PDBs covering the pods of `deployment`, by name.
+    pub fn pdbs_covering(&self, deployment: &Deployment) -> Vec<PodDisruptionBudget> {
+        let mut pdbs: Vec<PodDisruptionBudget> =
+            self.pdbs.state().iter().filter(|p| pdb_covers(p, deployment)).map(|p| (**p).clone()).collect();
+        pdbs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        pdbs
+    }
+
+    /// The cached Deployments in `namespace` as the PDB plans take them
+    /// ([`CachedDeployment::to_sibling`]: name, namespace and pod template labels).
+    pub fn siblings_in(&self, namespace: &str) -> Vec<Deployment> {
         let all = self.deployments.state();
-        all.iter().filter(|d| d.namespace() == Some(namespace)).map(|d| d.to_deployment()).collect()
+        all.iter().filter(|d| d.namespace() == Some(namespace)).map(|d| d.to_sibling()).collect()
     }
 
     /// The keys of the cached Deployments in `namespace`.

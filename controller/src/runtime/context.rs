@@ -23,7 +23,6 @@ use super::recent::Recent;
 use super::recorder::Recorder;
 use super::surge::{StatusWrites, SurgeMemory};
 use super::write::{RateLimit, WriteGate, writer};
-use crate::eas::pdb_covers;
 
 /// The work queues, one per reconciler, each drained on the Lease holder by its own bounded
 /// loop (`runtime::drain`).
@@ -31,7 +30,7 @@ use crate::eas::pdb_covers;
 pub struct Queues {
     /// Deployments: the surge state machine.
     pub deployments: WorkQueue,
-    /// Deployments whose default PDB is due (after each of their surge evaluations).
+    /// Deployments whose default PDB is due (1 s after their surge evaluations).
     pub default_pdbs: WorkQueue,
     /// PDBs: hand-over, the PDB of a deleted Deployment.
     pub pdbs: WorkQueue,
@@ -173,11 +172,7 @@ impl Context {
 
     /// Cached PDBs covering the pods of `deployment`.
     pub fn covering_pdbs(&self, deployment: &Deployment) -> Vec<PodDisruptionBudget> {
-        let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
-        let mut pdbs = self.caches.pdbs_in(namespace);
-        pdbs.retain(|p| pdb_covers(p, deployment));
-        pdbs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        pdbs
+        self.caches.pdbs_covering(deployment)
     }
 
     /// Schedules every cached PDB now (start, new leadership, configuration changes).

@@ -51,6 +51,7 @@ struct View {
     /// Cached, with the user PDBs admitted a moment ago in place of (or beside) their cached
     /// version ([`PdbMemory::admitted`]).
     pdbs: Vec<PodDisruptionBudget>,
+    /// The namespace's Deployments as the plans read them (`Caches::siblings_in`).
     deployments: Vec<Deployment>,
     /// When the first of those admitted PDBs stops counting: re-plan then.
     admitted_until: Option<tokio::time::Instant>,
@@ -79,7 +80,7 @@ fn view(ctx: &Context, namespace: &str) -> View {
     );
     let cached = ctx.caches.pdbs_in(namespace);
     let (admitted, admitted_until) = ctx.default_pdbs.admitted(namespace);
-    let deployments = ctx.caches.deployments_in(namespace);
+    let deployments = ctx.caches.siblings_in(namespace);
     View { namespace: ns, pdbs: with_admitted(cached, &admitted), deployments, admitted_until }
 }
 
@@ -168,8 +169,11 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
 /// Plans and acts for one PDB (hand-over; PDB of a deleted Deployment).
 pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(), kube::Error> {
     let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
-    let view = view(ctx, &namespace);
-    let mut action = pdb::plan_pdb(pdb, &view.deployments);
+    // Only an owned PDB's plan reads the namespace's Deployments (is its target among them?);
+    // a user PDB's status moves with every pod during a drain, and costs no namespace read.
+    let deployments =
+        if pdb::OwnedPdb::of(pdb).is_some() { ctx.caches.siblings_in(&namespace) } else { Vec::new() };
+    let mut action = pdb::plan_pdb(pdb, &deployments);
     if matches!(action, Action::Delete { reason: pdb::DeleteReason::DeploymentDeleted, .. })
         && target_deployment_exists(ctx, pdb, &namespace).await?
     {

@@ -126,11 +126,10 @@ pub async fn eas_objects(
 ) -> Result<(), kube::Error> {
     let (namespace, name) = key;
     let api: Api<EvictionAutoScaler> = Api::namespaced(ctx.client.clone(), namespace);
-    let deployments = ctx.caches.deployments_in(namespace);
     for pdb in &observed.pdbs {
         let pdb_name = pdb.metadata.name.as_deref().unwrap_or_default();
-        let protected = eas::protected_deployment(pdb, &deployments);
-        if protected.and_then(|d| d.metadata.name.as_deref()) != Some(name.as_str()) {
+        // The Deployment a PDB protects is the first by name among those it covers.
+        if ctx.caches.deployments_covered_by(pdb).first().map(|(_, d)| d) != Some(name) {
             continue; // another Deployment's evaluation owns this PDB's EAS
         }
         let existing = cached_eas(ctx, namespace, pdb_name);
