@@ -1,18 +1,27 @@
-//! Drain time and signal → scale latency on the real control plane (issue 19; figures in
-//! BENCHMARKS.md, "drain"). Run by hand: `cargo bench --bench drain` (`K`, `RUNS`).
+//! Drain time, writes per surge and signal → scale latency on the real control plane (issue 19;
+//! figures in BENCHMARKS.md, "drain"). Run by hand: `cargo bench --bench drain` (`RUNS`;
+//! `K` and `D` size the two scenarios, `SCENARIO=pinned|parallel` runs one of them). Kwok
+//! nodes run pods Ready 1 s after they are scheduled (tests/cluster/kwok-stages.sh); the
+//! product (release) runs with `--cooldown=5s` and otherwise its defaults.
 //!
-//! Three kwok nodes (pods Ready 1 s after they are scheduled, tests/cluster/kwok-stages.sh), the
-//! product (release) in namespaces `protected` and `plain`. `protected` holds K single-replica
-//! Deployments, each pinned by a PDB `minAvailable: 1`, all on node-1; `plain` holds K
-//! single-replica Deployments without a PDB, all on node-2. node-3 is empty. Each run drains
-//! node-2 (nothing blocks) and node-1 (every eviction is refused until the product's surge
-//! pod is Ready) with `kubectl drain`, one after the other (odd runs node-2 first, even runs
-//! node-1 first), and reports both times, their difference, and the product's
-//! `signal_to_scale_latency` histogram over the run (bucket bounds: p50 ≤ x).
+//! * `pinned`: three nodes. Namespace `protected` holds K single-replica Deployments, each
+//!   pinned by a PDB `minAvailable: 1`, all on node-1; `plain` holds K single-replica
+//!   Deployments without a PDB, all on node-2. Each run drains node-2 (nothing blocks) and
+//!   node-1 (every eviction is refused until the product's surge pod is Ready) with `kubectl
+//!   drain`, one after the other (odd runs node-2 first), waits for every revert, and reports
+//!   both drain times, their difference, the evictions kubectl was refused, the product's
+//!   writes per Deployment from the audit log from the first drain on, and its
+//!   `signal_to_scale_latency` histogram (bucket bounds: p50 ≤ x).
+//! * `parallel`: six nodes. Namespace `shop` holds D Deployments of 3 replicas, each pinned by
+//!   a PDB `minAvailable: 3` (maxSurge 25 % → 1), every pod on node-1…3; the three are drained
+//!   at once by three `kubectl drain`s. Reports the drain time, the evictions refused, the
+//!   highest replica count the product ever wrote to any Deployment (must not pass 3 + 1), how
+//!   long until every Deployment is back to 3 without surge annotations, writes per
+//!   Deployment, and the latency histogram.
 
 use std::time::{Duration, Instant};
 
-use e2e_support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
+use e2e_support::{ClusterShape, Env, PRODUCT_AGENT, deployment, namespace, pdb, wait_for};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
@@ -27,14 +36,92 @@ async fn apply_all(env: &Env, manifests: Vec<String>) {
     env.apply(&json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()).await;
 }
 
-/// Waits until `k` Deployments in `namespace` have their one replica Ready.
-async fn wait_all_ready(env: &Env, namespace: &str, k: usize) {
-    wait_for(&format!("{k} Deployments Ready in {namespace}"), Duration::from_secs(300), || async move {
+/// Evictions `kubectl drain` was refused (each retried 5 s later), from its output.
+fn refusals(output: &str) -> usize {
+    output.matches("will retry after").count()
+}
+
+/// The placement taint: keeps new pods off a node without draining it.
+const PLACEMENT: &str = "bench.example/placement";
+
+/// Keeps new pods off `nodes` (a `NoSchedule` taint that is not a drain taint).
+async fn hold(env: &Env, nodes: &[&str]) {
+    let taint = format!("{PLACEMENT}=hold:NoSchedule");
+    env.kubectl_ok(&[&["taint", "nodes"], nodes, &[taint.as_str()]].concat()).await;
+}
+
+/// Lets new pods onto `nodes` again.
+async fn release(env: &Env, nodes: &[&str]) {
+    let taint = format!("{PLACEMENT}:NoSchedule-");
+    env.kubectl_ok(&[&["taint", "nodes"], nodes, &[taint.as_str()]].concat()).await;
+}
+
+/// Waits until `k` Deployments in `namespace` have `replicas` Ready replicas each.
+async fn wait_all_ready(env: &Env, namespace: &str, k: usize, replicas: i64) {
+    let what = format!("{k} Deployments with {replicas} Ready replicas in {namespace}");
+    wait_for(&what, Duration::from_secs(300), || async move {
         let list = env.get(&["deployments", "-n", namespace]).await?;
-        let ready = list["items"].as_array()?.iter().filter(|d| d["status"]["readyReplicas"] == 1).count();
+        let items = list["items"].as_array()?;
+        let ready = items.iter().filter(|d| d["status"]["readyReplicas"] == replicas).count();
         (ready == k).then_some(())
     })
     .await;
+}
+
+/// Waits until every Deployment in `namespace` is back to `replicas` without surge
+/// annotations; returns how long that took.
+async fn wait_all_reverted(env: &Env, namespace: &str, replicas: i64) -> Duration {
+    let started = Instant::now();
+    let what = format!("every Deployment in {namespace} reverted to {replicas}");
+    wait_for(&what, Duration::from_secs(300), || async move {
+        let list = env.get(&["deployments", "-n", namespace]).await?;
+        let reverted = list["items"].as_array()?.iter().all(|d| {
+            d["spec"]["replicas"] == replicas
+                && d["metadata"]["annotations"]["evictionSurgeReplicas"].is_null()
+        });
+        reverted.then_some(())
+    })
+    .await;
+    started.elapsed()
+}
+
+/// The product's successful writes in `namespace` so far: Deployments, EAS statuses, and all.
+fn writes_in(env: &Env, namespace: &str) -> [usize; 3] {
+    let writes: Vec<_> =
+        env.product_writes().into_iter().filter(|r| r.namespace == namespace && r.succeeded()).collect();
+    let deployments = writes.iter().filter(|r| r.resource == "deployments").count();
+    let statuses =
+        writes.iter().filter(|r| r.resource == "evictionautoscalers" && r.subresource == "status").count();
+    [deployments, statuses, writes.len()]
+}
+
+/// Writes per Deployment between `before` and `after` ([`writes_in`]), as table cells:
+/// Deployments, EAS statuses.
+fn per_deployment(before: [usize; 3], after: [usize; 3], k: usize) -> (String, String) {
+    let cell = |i: usize| format!("{:.2}", (after[i] - before[i]) as f64 / k as f64);
+    (cell(0), cell(1))
+}
+
+/// The highest `spec.replicas` the product wrote to any Deployment in `namespace` (from the
+/// audit log's request bodies).
+fn highest_written_replicas(env: &Env, namespace: &str) -> i64 {
+    env.audit_events()
+        .iter()
+        .filter(|e| e["stage"] == "ResponseComplete" && e["objectRef"]["resource"] == "deployments")
+        .filter(|e| e["objectRef"]["namespace"] == namespace && e["verb"] == "patch")
+        .filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with(PRODUCT_AGENT)))
+        .filter_map(|e| e["requestObject"]["spec"]["replicas"].as_i64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The latency histogram's p50 and p99 bounds and count, as table cells.
+fn latency(metrics: &str) -> (String, String, u64) {
+    let name = "eviction_autoscaler_signal_to_scale_latency_seconds";
+    let (p50, surges) = quantile(metrics, name, 0.5);
+    let (p99, _) = quantile(metrics, name, 0.99);
+    let ms = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{:.0} ms", s * 1000.0));
+    (ms(p50), ms(p99), surges)
 }
 
 /// `q`-quantile of a Prometheus histogram `name` in `text`: the upper bound of the first
@@ -55,60 +142,112 @@ fn quantile(text: &str, name: &str, q: f64) -> (Option<f64>, u64) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let (k, runs) = (setting("K", 50), setting("RUNS", 3));
-    println!(
-        "| run | K | drain, no PDB | drain, PDB minAvailable 1 | difference | surges | latency p50 ≤ | p99 ≤ |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    for run in 1..=runs {
-        let mut env = Env::start_real(BIN, ClusterShape { nodes: 3, pods_per_node: 2 * k + 10 }).await;
-        env.start_product(&["--actioned-namespaces=protected,plain", "--pdb-create=false"]).await;
-        env.apply(&namespace("protected", &[])).await;
-        env.apply(&namespace("plain", &[])).await;
-
-        // Placement by cordons: only node-1 schedulable, then only node-2.
-        env.kubectl_ok(&["cordon", "node-2", "node-3"]).await;
-        let names: Vec<String> = (0..k).map(|i| format!("app-{i}")).collect();
-        let protected = names.iter().flat_map(|n| {
-            [deployment("protected", n, 1, &[]), pdb("protected", n, n, json!({"minAvailable": 1}))]
-        });
-        apply_all(&env, protected.collect()).await;
-        wait_all_ready(&env, "protected", k).await;
-        env.kubectl_ok(&["cordon", "node-1"]).await;
-        env.kubectl_ok(&["uncordon", "node-2"]).await;
-        apply_all(&env, names.iter().map(|n| deployment("plain", n, 1, &[])).collect()).await;
-        wait_all_ready(&env, "plain", k).await;
-        env.kubectl_ok(&["uncordon", "node-1", "node-3"]).await;
-
-        // Alternating which drain goes first: the second one drains onto busier nodes.
-        let timed = |node: &'static str| {
-            let env = &env;
-            async move {
-                let started = Instant::now();
-                env.drain(node).await;
-                started.elapsed()
-            }
-        };
-        let (plain, protected) = if run % 2 == 1 {
-            let plain = timed("node-2").await;
-            (plain, timed("node-1").await)
-        } else {
-            let protected = timed("node-1").await;
-            (timed("node-2").await, protected)
-        };
-
-        let metrics = env.metrics().await;
-        let name = "eviction_autoscaler_signal_to_scale_latency_seconds";
-        let (p50, surges) = quantile(&metrics, name, 0.5);
-        let (p99, _) = quantile(&metrics, name, 0.99);
-        let ms = |s: Option<f64>| s.map_or("-".to_owned(), |s| format!("{:.0} ms", s * 1000.0));
+    let runs = setting("RUNS", 3);
+    let scenario = std::env::var("SCENARIO").unwrap_or_default();
+    if scenario != "parallel" {
+        let k = setting("K", 50);
         println!(
-            "| {run} | {k} | {:.1} s | {:.1} s | {:.1} s | {surges} | {} | {} |",
-            plain.as_secs_f64(),
-            protected.as_secs_f64(),
-            protected.as_secs_f64() - plain.as_secs_f64(),
-            ms(p50),
-            ms(p99),
+            "| run | K | drain, no PDB | drain, PDB minAvailable 1 | difference | evictions refused | Deployment writes | EAS status writes | writes in `plain` | surges | latency p50 ≤ | p99 ≤ |"
         );
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for run in 1..=runs {
+            pinned(run, k).await;
+        }
     }
+    if scenario != "pinned" {
+        let d = setting("D", 100);
+        println!(
+            "| run | D | 3 drains at once | evictions refused | highest replicas written | all reverted after | Deployment writes | EAS status writes | surges | latency p50 ≤ | p99 ≤ |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        for run in 1..=runs {
+            parallel(run, d).await;
+        }
+    }
+}
+
+/// One run of the `pinned` scenario (module documentation), as a table row.
+async fn pinned(run: usize, k: usize) {
+    // node-3 may end up with every pod: the plain ones, the surge pods and their replacements.
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 3, pods_per_node: 3 * k + 10 }).await;
+    env.start_product(&["--actioned-namespaces=protected,plain", "--pdb-create=false", "--cooldown=5s"])
+        .await;
+    env.apply(&namespace("protected", &[])).await;
+    env.apply(&namespace("plain", &[])).await;
+
+    // Placement by a taint the product does not count as a drain (a cordon would be one, and
+    // surge the protected Deployments before the timed drain): only node-1, then only node-2.
+    hold(&env, &["node-2", "node-3"]).await;
+    let names: Vec<String> = (0..k).map(|i| format!("app-{i}")).collect();
+    let protected = names.iter().flat_map(|n| {
+        [deployment("protected", n, 1, &[]), pdb("protected", n, n, json!({"minAvailable": 1}))]
+    });
+    apply_all(&env, protected.collect()).await;
+    wait_all_ready(&env, "protected", k, 1).await;
+    hold(&env, &["node-1"]).await;
+    release(&env, &["node-2"]).await;
+    apply_all(&env, names.iter().map(|n| deployment("plain", n, 1, &[])).collect()).await;
+    wait_all_ready(&env, "plain", k, 1).await;
+    release(&env, &["node-1", "node-3"]).await;
+
+    let before = (writes_in(&env, "protected"), writes_in(&env, "plain"));
+    // Alternating which drain goes first: the second one drains onto busier nodes.
+    let timed = |node: &'static str| {
+        let env = &env;
+        async move {
+            let started = Instant::now();
+            let output = env.drain(node).await;
+            (started.elapsed(), refusals(&output))
+        }
+    };
+    let ((plain, _), (protected, refused)) = if run % 2 == 1 {
+        let plain = timed("node-2").await;
+        (plain, timed("node-1").await)
+    } else {
+        let protected = timed("node-1").await;
+        (timed("node-2").await, protected)
+    };
+    wait_all_reverted(&env, "protected", 1).await;
+
+    let (p50, p99, surges) = latency(&env.metrics().await);
+    let (deployments, statuses) = per_deployment(before.0, writes_in(&env, "protected"), k);
+    let plain_writes = writes_in(&env, "plain")[2] - before.1[2];
+    println!(
+        "| {run} | {k} | {:.1} s | {:.1} s | {:.1} s | {refused} | {deployments} | {statuses} | {plain_writes} | {surges} | {p50} | {p99} |",
+        plain.as_secs_f64(),
+        protected.as_secs_f64(),
+        protected.as_secs_f64() - plain.as_secs_f64(),
+    );
+}
+
+/// One run of the `parallel` scenario (module documentation), as a table row.
+async fn parallel(run: usize, d: usize) {
+    let mut env = Env::start_real(BIN, ClusterShape { nodes: 6, pods_per_node: 3 * d + 10 }).await;
+    env.start_product(&["--actioned-namespaces=shop", "--pdb-create=false", "--cooldown=5s"]).await;
+    env.apply(&namespace("shop", &[])).await;
+
+    hold(&env, &["node-4", "node-5", "node-6"]).await;
+    let names: Vec<String> = (0..d).map(|i| format!("app-{i}")).collect();
+    let shop = names
+        .iter()
+        .flat_map(|n| [deployment("shop", n, 3, &[]), pdb("shop", n, n, json!({"minAvailable": 3}))]);
+    apply_all(&env, shop.collect()).await;
+    wait_all_ready(&env, "shop", d, 3).await;
+    release(&env, &["node-4", "node-5", "node-6"]).await;
+
+    let before = writes_in(&env, "shop");
+    let started = Instant::now();
+    let outputs = tokio::join!(env.drain("node-1"), env.drain("node-2"), env.drain("node-3"));
+    let drained = started.elapsed();
+    let refused = refusals(&outputs.0) + refusals(&outputs.1) + refusals(&outputs.2);
+    let reverted = wait_all_reverted(&env, "shop", 3).await;
+
+    let (p50, p99, surges) = latency(&env.metrics().await);
+    let (deployments, statuses) = per_deployment(before, writes_in(&env, "shop"), d);
+    println!(
+        "| {run} | {d} | {:.1} s | {refused} | {} | {:.1} s | {deployments} | {statuses} | {surges} | {p50} | {p99} |",
+        drained.as_secs_f64(),
+        highest_written_replicas(&env, "shop"),
+        reverted.as_secs_f64(),
+    );
 }
