@@ -100,6 +100,18 @@ pub fn accepted_evictions(pdbs: &[PodDisruptionBudget]) -> BTreeSet<String> {
         .collect()
 }
 
+/// Was the eviction of `pod` (signalled by the webhook, which the apiserver calls before its
+/// budget check) refused by its one covering PDB? Only if that budget is closed and the pod
+/// did not go anyway: a pod already terminating, or listed in the budget's `disruptedPods`,
+/// was evicted, and the budget it used now shows as closed (a signal handled a moment after
+/// the eviction must cost no write).
+pub fn refused_eviction(covering: &[PodDisruptionBudget], pod: &Pod) -> bool {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    eviction_autoscaler_shared::budget::blocks_eviction(covering)
+        && pod.metadata.deletion_timestamp.is_none()
+        && !accepted_evictions(covering).contains(name)
+}
+
 /// Counts displaced pods: pods of the Deployment on draining nodes, plus pods whose eviction
 /// was seen within `window` (with `--surge-trigger=drain`, only while their node drained);
 /// never a pod whose eviction was accepted (`evicted`, see [`accepted_evictions`]).
@@ -160,6 +172,24 @@ mod tests {
 
     fn signal(name: &str, secs: i64, draining: bool) -> SignaledPod {
         SignaledPod { pod: name.into(), at: at(secs), on_draining_node: draining, displaceable: true }
+    }
+
+    #[test]
+    fn an_eviction_is_refused_only_while_the_pod_stays_and_the_budget_is_closed() {
+        let budget = |allowed: i32, disrupted: &[&str]| PodDisruptionBudget {
+            status: Some(k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus {
+                disruptions_allowed: allowed,
+                disrupted_pods: Some(disrupted.iter().map(|p| ((*p).to_owned(), Time(at(0)))).collect()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let staying = pod("web-1", "Running", true, false);
+        assert!(refused_eviction(&[budget(0, &[])], &staying));
+        assert!(!refused_eviction(&[budget(1, &[])], &staying), "the budget had room");
+        assert!(!refused_eviction(&[budget(0, &["web-1"])], &staying), "accepted, not yet deleted");
+        assert!(!refused_eviction(&[budget(0, &[])], &pod("web-1", "Running", true, true)), "already going");
+        assert!(!refused_eviction(&[], &staying), "no budget, nothing refuses");
     }
 
     #[test]

@@ -184,12 +184,12 @@ pub fn trim_namespace(mut n: Namespace) -> Namespace {
     n
 }
 
-/// PDBs: spec and the status counts are read, not its conditions or disrupted pods.
+/// PDBs: spec, the status counts and the disrupted pods (evictions accepted a moment ago,
+/// usually none) are read, not the conditions.
 pub fn trim_pdb(mut p: PodDisruptionBudget) -> PodDisruptionBudget {
     trim_metadata(&mut p.metadata);
     if let Some(status) = p.status.as_mut() {
         status.conditions = None;
-        status.disrupted_pods = None;
     }
     p
 }

@@ -20,7 +20,7 @@ use super::affected;
 use super::cached::CachedDeployment;
 use super::context::Context;
 use super::queue::{Key, Lane};
-use crate::displaced::{SignaledPod, is_displaceable, owning_deployment};
+use crate::displaced::{SignaledPod, is_displaceable, owning_deployment, refused_eviction};
 use crate::eas::last_eviction_patch;
 use crate::error;
 use crate::keda::ScaledObject;
@@ -89,7 +89,7 @@ async fn signal_deployment(
     let key = (namespace.to_owned(), deployment_name);
     let Some(deployment) = ctx.deployment(&key) else { return Ok(()) };
     let pdbs = ctx.covering_pdbs(&deployment);
-    let blocked = eviction_autoscaler_shared::budget::blocks_eviction(&pdbs);
+    let blocked = refused_eviction(&pdbs, &pod);
     let displaceable = is_displaceable(&pod);
     if blocked {
         ctx.metrics.blocked_evictions.inc();
