@@ -60,33 +60,13 @@ impl DrainingNodes {
     }
 
     /// Pods on `node` (LIST with a `spec.nodeName` field selector), reused for a moment: one
-    /// LIST per node, not per Deployment, when many Deployments are evaluated together.
+    /// LIST per node, not per Deployment, when many Deployments are evaluated together (those
+    /// that ask while it is on its way wait for it).
     pub async fn pods_on(&self, client: &Client, node: &str) -> Result<Arc<Vec<Pod>>, kube::Error> {
-        self.listing(client, node, |sent| sent.elapsed() < NODE_PODS_TTL).await
-    }
-
-    /// Lists the pods of every draining node again unless a LIST sent at or after `since` is
-    /// at hand (or on its way: then it is awaited). Deployments that surge together each want
-    /// the pods as they are now; they share one LIST per node.
-    pub async fn list_again(&self, client: &Client, since: Instant) -> Result<(), kube::Error> {
-        let lists = self
-            .names()
-            .into_iter()
-            .map(|node| async move { self.listing(client, &node, |sent| sent >= since).await.map(drop) });
-        futures::future::try_join_all(lists).await.map(drop)
-    }
-
-    /// The last listing of `node` if `usable` says so of when it was sent, else a new one.
-    async fn listing(
-        &self,
-        client: &Client,
-        node: &str,
-        usable: impl Fn(Instant) -> bool,
-    ) -> Result<Arc<Vec<Pod>>, kube::Error> {
         let slot = lock(&self.pods).entry(node.to_owned()).or_default().clone();
         let mut listed = slot.lock().await;
         if let Some((sent, pods)) = listed.as_ref()
-            && usable(*sent)
+            && sent.elapsed() < NODE_PODS_TTL
         {
             return Ok(pods.clone());
         }

@@ -39,7 +39,8 @@ pub async fn read_pdbs(
 }
 
 /// The pods `deployment`'s selector selects, read now (a small LIST, where a node's listing
-/// holds every pod on it); `None` if its selector cannot be put in a query.
+/// holds every pod on it); `None` if its selector cannot be put in a query (the API server
+/// refuses such a Deployment, so never in practice: the node listings then stand).
 pub async fn read_own_pods(ctx: &Context, deployment: &Deployment) -> Result<Option<Vec<Pod>>, kube::Error> {
     let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
     let Some(selector) =

@@ -49,9 +49,6 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
         // pod whose eviction the budget no longer lists is seen gone.
         let (pdbs, deployment) = tokio::try_join!(read_pdbs(ctx, &key.0, &pdbs), read_deployment(ctx, key))?;
         let own_pods = read_own_pods(ctx, &deployment).await?;
-        if own_pods.is_none() {
-            ctx.nodes.list_again(&ctx.client, tokio::time::Instant::now()).await?;
-        }
         (observed, recalled) = observe(ctx, key, deployment, pdbs, own_pods.as_deref(), now).await?;
         plan = surge::plan(&observed, &ctx.config(), now);
         deployment_read = true;
