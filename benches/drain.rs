@@ -18,6 +18,9 @@
 //!   highest replica count the product ever wrote to any Deployment (must not pass 3 + 1), how
 //!   long until every Deployment is back to 3 without surge annotations, writes per
 //!   Deployment, and the latency histogram.
+//!
+//! With `E2E_KEEP_DIRS=1` the control plane's audit log stays; `scripts/drain_timeline.py
+//! AUDIT_LOG protected` then shows where a pinned drain's time went, step by step.
 
 use std::time::{Duration, Instant};
 

@@ -18,7 +18,7 @@ rules:
   - group: "apps"
     resources: ["deployments", "deployments/scale"]
   - group: "policy"
-    resources: ["poddisruptionbudgets"]
+    resources: ["poddisruptionbudgets", "poddisruptionbudgets/status"]
   - group: ""
     resources: ["pods/eviction"]
 - level: Metadata

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Where a blocked drain's time goes, from the real control plane's audit log.
+
+Usage: scripts/drain_timeline.py AUDIT_LOG NAMESPACE
+(the drain bench keeps the log with E2E_KEEP_DIRS=1; its path is printed as "control plane
+files kept in DIR": DIR/audit.log).
+
+For every Deployment in NAMESPACE whose pod's first eviction was refused, the time from the
+drain's cordon (the last node PATCH by a person before the first eviction) to that refusal and
+to each step that lets the eviction through: the product's surge (its first PATCH of the
+Deployment; it may come before the refusal, on the cordon), the ReplicaSet scaled, the surge pod bound by the scheduler, marked Ready (its
+status patched by kwok), the PDB's status showing a disruption allowed (the disruption
+controller), the eviction that was finally let through, and the evicted pod deleted (kubectl
+drain waits for that). Prints the median, 90th
+percentile and maximum of each, in seconds.
+"""
+import collections
+import datetime
+import json
+import sys
+
+
+def at(event):
+    return datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
+
+
+def owner(pod, deployments):
+    """The Deployment a pod belongs to, by name: <deployment>-<template hash>-<suffix>."""
+    base = pod.rsplit("-", 2)[0]
+    return base if base in deployments else None
+
+
+def main(path, namespace):
+    events = [json.loads(line) for line in open(path)]
+    events = [e for e in events if e.get("stage") == "ResponseComplete"]
+    events.sort(key=at)
+    deployments = {
+        e["objectRef"]["name"]
+        for e in events
+        if e.get("objectRef", {}).get("resource") == "deployments"
+        and e["objectRef"].get("namespace") == namespace
+        and e["verb"] == "create"
+        and e["objectRef"].get("name")
+    }
+    steps = collections.defaultdict(dict)  # deployment -> step -> first time
+    first_pod = {}  # deployment -> the pod whose eviction was refused
+
+    def first(deployment, step, when):
+        steps[deployment].setdefault(step, when)
+
+    for e in events:
+        ref = e.get("objectRef", {})
+        if ref.get("namespace") != namespace:
+            continue
+        name, resource, sub = ref.get("name", ""), ref.get("resource"), ref.get("subresource")
+        code = e.get("responseStatus", {}).get("code")
+        when = at(e)
+        if resource == "pods" and sub == "eviction":
+            d = owner(name, deployments)
+            if d is None:
+                continue
+            if code == 429 and d not in first_pod:
+                first_pod[d] = name
+                first(d, "refused", when)
+            elif code == 201 and first_pod.get(d) == name:
+                first(d, "let through", when)
+        elif resource == "pods" and e["verb"] == "delete" and sub is None and code == 200:
+            d = owner(name, deployments)
+            if d and first_pod.get(d) == name and "let through" in steps[d]:
+                steps[d]["evicted pod gone"] = when  # the last delete: kwok's, grace 0
+        elif resource == "deployments" and e["verb"] == "patch" and "eviction-autoscaler" in e["user"]["username"]:
+            first(name, "surge written", when)
+        elif resource == "replicasets" and e["verb"] in ("update", "patch") and sub is None:
+            d = name.rsplit("-", 1)[0]
+            if "surge written" in steps.get(d, {}):
+                first(d, "ReplicaSet scaled", when)
+        elif resource == "pods" and sub == "binding":
+            d = owner(name, deployments)
+            if d and "surge written" in steps.get(d, {}) and name != first_pod.get(d):
+                first(d, "surge pod bound", when)
+        elif resource == "pods" and sub == "status" and e["verb"] == "patch":
+            d = owner(name, deployments)
+            if d and "surge pod bound" in steps.get(d, {}) and name != first_pod.get(d):
+                first(d, "surge pod Ready", when)
+        elif resource == "poddisruptionbudgets" and sub == "status" and code == 200:
+            allowed = (e.get("requestObject") or {}).get("status", {}).get("disruptionsAllowed", 0)
+            if allowed > 0 and "surge pod Ready" in steps.get(name, {}):
+                first(name, "PDB allows", when)
+
+    evictions = [at(e) for e in events if e.get("objectRef", {}).get("subresource") == "eviction"
+                 and e["objectRef"].get("namespace") == namespace]
+    cordon = max(at(e) for e in events if e.get("objectRef", {}).get("resource") == "nodes"
+                 and e["verb"] == "patch" and not e["user"]["username"].startswith("system:")
+                 and at(e) < evictions[0])
+    order = ["refused", "surge written", "ReplicaSet scaled", "surge pod bound", "surge pod Ready", "PDB allows", "let through", "evicted pod gone"]
+    timed = [s for s in steps.values() if "refused" in s]
+    print(f"{len(timed)} Deployments whose first eviction was refused (namespace {namespace})")
+    print("| from the cordon to | n | median | p90 | max |\n|---|---|---|---|---|")
+    for step in order:
+        gaps = sorted((s[step] - cordon).total_seconds() for s in timed if step in s)
+        if not gaps:
+            print(f"| {step} | 0 | | | |")
+            continue
+        pick = lambda q: gaps[min(len(gaps) - 1, int(q * len(gaps)))]
+        print(f"| {step} | {len(gaps)} | {pick(0.5):.2f} s | {pick(0.9):.2f} s | {gaps[-1]:.2f} s |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])
