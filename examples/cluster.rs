@@ -32,8 +32,8 @@ async fn main() {
     );
     // SIGTERM too (scripts stop it with `kill`): the processes stop and the directory goes
     // when `plane` drops, not left behind (~1 GB after a 10,000-Deployment run).
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("a SIGTERM handler");
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("a SIGTERM handler");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}

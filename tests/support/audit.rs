@@ -6,8 +6,9 @@ use std::path::Path;
 use kube_sim::RequestRecord;
 use serde_json::Value;
 
-/// Every request at Metadata level; writes to the objects the product acts on also with their
-/// request body, so a test can read what was written (e.g. the surge's replicas).
+/// Every request at Metadata level; writes to the objects the product acts on, and PDB statuses
+/// (the disruption controller's `disruptionsAllowed`), also with their request body, so a test
+/// or `scripts/drain_timeline.py` can read what was written (e.g. the surge's replicas).
 pub const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
