@@ -31,7 +31,10 @@ def owner(pod, deployments):
 
 
 def main(path, namespace):
-    events = [json.loads(line) for line in open(path)]
+    try:
+        events = [json.loads(line) for line in open(path)]
+    except (OSError, ValueError) as e:
+        sys.exit(f"error: cannot read {path} as an audit log (JSON lines): {e}")
     events = [e for e in events if e.get("stage") == "ResponseComplete"]
     events.sort(key=at)
     deployments = {
@@ -69,6 +72,7 @@ def main(path, namespace):
             if d and first_pod.get(d) == name and "let through" in steps[d]:
                 steps[d]["evicted pod gone"] = when  # the last delete: kwok's, grace 0
         elif resource == "deployments" and e["verb"] == "patch" and "eviction-autoscaler" in e["user"]["username"]:
+            # The product's first PATCH of the Deployment (it writes only surges and reverts).
             first(name, "surge written", when)
         elif resource == "replicasets" and e["verb"] in ("update", "patch") and sub is None:
             d = name.rsplit("-", 1)[0]
@@ -89,10 +93,13 @@ def main(path, namespace):
 
     evictions = [at(e) for e in events if e.get("objectRef", {}).get("subresource") == "eviction"
                  and e["objectRef"].get("namespace") == namespace]
+    if not evictions:
+        sys.exit(f"error: {path} has no eviction in namespace {namespace} (not a drain's audit log?)")
     cordon = max(at(e) for e in events if e.get("objectRef", {}).get("resource") == "nodes"
                  and e["verb"] == "patch" and not e["user"]["username"].startswith("system:")
                  and at(e) < evictions[0])
-    order = ["refused", "surge written", "ReplicaSet scaled", "surge pod bound", "surge pod Ready", "PDB allows", "let through", "evicted pod gone"]
+    order = ["refused", "surge written", "ReplicaSet scaled", "surge pod bound", "surge pod Ready",
+             "PDB allows", "let through", "evicted pod gone"]
     timed = [s for s in steps.values() if "refused" in s]
     print(f"{len(timed)} Deployments whose first eviction was refused (namespace {namespace})")
     print("| from the cordon to | n | median | p90 | max |\n|---|---|---|---|---|")
