@@ -215,3 +215,62 @@ async fn a_default_pdb_deleted_as_soon_as_it_appears_is_created_again_on_a_back_
     }
     running.stop().await;
 }
+
+/// An invalid annotation is one Warning Event per Deployment and distinct value: re-planning
+/// (every status update does; an annotation edit does not bump `generation`) repeats nothing,
+/// and a new invalid value is a new Event.
+#[tokio::test]
+async fn an_invalid_annotation_is_reported_once_per_object_and_value() {
+    use k8s_openapi::api::core::v1::Event;
+    use kube::api::{Patch, PatchParams};
+    let (_sim, running, pdbs) = with_web_pdb().await;
+    let client = _sim.client().await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    let events: Api<Event> = Api::namespaced(client.clone(), "apps");
+    let invalid = || async {
+        let list = events.list(&Default::default()).await.expect("events");
+        let mut found: Vec<(String, i32)> = list
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("InvalidAnnotation"))
+            .filter(|e| e.involved_object.name.as_deref() == Some("web"))
+            .map(|e| (e.message.unwrap_or_default(), e.count.unwrap_or(1)))
+            .collect();
+        found.sort();
+        found
+    };
+    let min_available = |pdb: PodDisruptionBudget| pdb.spec.and_then(|s| s.min_available);
+    let int = k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int;
+    let set = |patch: serde_json::Value| {
+        let deployments = deployments.clone();
+        async move {
+            deployments.patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.expect("patch")
+        }
+    };
+
+    set(serde_json::json!({"metadata": {"annotations": {"eviction-autoscaler.azure.com/pdb-create": "maybe"}}})).await;
+    eventually("the invalid value reported", WAIT, || async { (!invalid().await.is_empty()).then_some(()) })
+        .await;
+    // Re-planned three times (each scale re-sizes the PDB), the value still invalid.
+    for replicas in [3, 4, 5] {
+        set(serde_json::json!({"spec": {"replicas": replicas}})).await;
+        eventually("the default PDB re-sized", WAIT, || async {
+            let pdb = pdbs.get_opt("web-eviction-autoscaler").await.ok().flatten()?;
+            (min_available(pdb) == Some(int(replicas))).then_some(())
+        })
+        .await;
+    }
+    let once = invalid().await;
+    assert_eq!(once.len(), 1, "{once:?}");
+    assert!(once[0].0.contains("\"maybe\""), "{once:?}");
+    assert_eq!(once[0].1, 1, "reported at every re-plan: {once:?}");
+
+    set(serde_json::json!({"metadata": {"annotations": {"eviction-autoscaler.azure.com/pdb-create": "perhaps"}}})).await;
+    let twice = eventually("the new invalid value reported", WAIT, || async {
+        let found = invalid().await;
+        (found.len() == 2).then_some(found)
+    })
+    .await;
+    assert!(twice.iter().all(|(_, count)| *count == 1), "{twice:?}");
+    running.stop().await;
+}

@@ -23,6 +23,12 @@ pub const COMPONENT: &str = "eviction-autoscaler";
 /// seen is forgotten first, and its next repeat starts a new Event.
 const MAX_SERIES: usize = 4096;
 
+/// Reasons written once per series: an invalid annotation is reported once per object and
+/// value. The object is re-planned at every status update (and an annotation edit does not
+/// bump `metadata.generation`), so counting each repeat would only patch the Event again and
+/// again while telling the owner nothing new; a new value is a new message, a new Event.
+const REPORTED_ONCE: [&str; 1] = [crate::surge::events::INVALID_ANNOTATION];
+
 /// Longest message written; the rest is cut (events.k8s.io's note limit is 1 KiB).
 const MAX_MESSAGE: usize = 1000;
 
@@ -85,7 +91,8 @@ impl Recorder {
     }
 
     /// Records a `Normal` (or `Warning`) Event with `reason` and `message` about `object`:
-    /// created the first time, its count and `lastTimestamp` patched on each repeat; written
+    /// created the first time, its count and `lastTimestamp` patched on each repeat (but for
+    /// [`REPORTED_ONCE`] reasons, which are not written again); written
     /// through `client` (the holder's, or the one any replica writes with).
     pub async fn publish(
         &self,
@@ -119,6 +126,9 @@ impl Recorder {
         let namespace =
             object.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into());
         let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
+        if seen.count > 1 && REPORTED_ONCE.contains(&reason) {
+            return Ok(());
+        }
         if seen.count > 1 {
             let patch = json!({"count": seen.count, "lastTimestamp": Time(seen.last)});
             match api.patch(&seen.name, &PatchParams::default(), &Patch::Merge(patch)).await {
