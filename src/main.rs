@@ -207,8 +207,13 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
             config.webhook_configuration.clone(),
             config.cert_validity,
         );
-        let (manager, pairs) =
-            webhook::self_managed::CertManager::start(client, cert_settings, webhook_metrics.clone()).await?;
+        let (manager, pairs) = webhook::self_managed::CertManager::start(
+            client,
+            cert_settings,
+            webhook_metrics.clone(),
+            readiness.clone(),
+        )
+        .await?;
         settings = settings.with_memory_certs(pairs);
         Some(manager)
     } else {

@@ -4,8 +4,8 @@
 //! synced; leadership plays no part (followers serve admissions too). Flags are atomics so the
 //! `/readyz` probe and the setters never contend.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Cheap, cloneable readiness state; every clone sees the same flags.
 #[derive(Clone, Debug, Default)]
@@ -15,6 +15,9 @@ pub struct Readiness(Arc<Flags>);
 struct Flags {
     cert_loaded: AtomicBool,
     caches_synced: AtomicBool,
+    /// A problem with where the certificate comes from (the self-managed Secret), shown by
+    /// `/readyz`; set rarely, read only by the probe.
+    cert_problem: Mutex<Option<String>>,
 }
 
 impl Readiness {
@@ -31,6 +34,17 @@ impl Readiness {
     /// Records whether the caches this process needs have completed their initial sync.
     pub fn set_caches_synced(&self, synced: bool) {
         self.0.caches_synced.store(synced, Ordering::Release);
+    }
+
+    /// Records (or, with `None`, clears) a problem with the certificate's source. It does not
+    /// make the replica unready by itself: the loaded certificate is still served.
+    pub fn set_cert_problem(&self, problem: Option<String>) {
+        *self.0.cert_problem.lock().unwrap_or_else(PoisonError::into_inner) = problem;
+    }
+
+    /// The certificate source's problem, if any.
+    pub fn cert_problem(&self) -> Option<String> {
+        self.0.cert_problem.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Whether a serving certificate is loaded.

@@ -73,16 +73,16 @@ pub fn generate_pem(dns_names: &[String], ip_addrs: &[IpAddr]) -> Result<Generat
 
 /// A certificate and its private key, PEM.
 #[derive(Clone)]
-pub(crate) struct IssuedPem {
-    pub(crate) cert_pem: String,
-    pub(crate) key_pem: String,
+pub struct IssuedPem {
+    pub cert_pem: String,
+    pub key_pem: String,
 }
 
 /// The common name of the CAs made here; a serving certificate names it as its issuer.
-pub(crate) const CA_COMMON_NAME: &str = "eviction-autoscaler CA";
+pub const CA_COMMON_NAME: &str = "eviction-autoscaler CA";
 
 /// A self-signed CA valid from `not_before` to `not_after` (Unix seconds).
-pub(crate) fn new_ca(not_before: i64, not_after: i64) -> Result<IssuedPem, Error> {
+pub fn new_ca(not_before: i64, not_after: i64) -> Result<IssuedPem, Error> {
     let params = ca_params(CA_COMMON_NAME, not_before, not_after);
     let key = KeyPair::generate()?;
     let cert = params.self_signed(&key)?;
@@ -93,7 +93,7 @@ pub(crate) fn new_ca(not_before: i64, not_after: i64) -> Result<IssuedPem, Error
 /// seconds), signed by the CA whose subject common name is `ca_common_name` and whose key is
 /// `ca_key_pem`. The caller checks the result against the CA certificate: a CA whose subject
 /// is more than a common name would not be named correctly as the issuer.
-pub(crate) fn issue_serving(
+pub fn issue_serving(
     ca_common_name: &str,
     ca_key_pem: &str,
     dns_names: &[String],

@@ -35,10 +35,13 @@ pub fn health_router(registry: Arc<Registry>, readiness: Readiness) -> Router {
 
 async fn readyz(State(state): State<HealthState>) -> Response {
     let missing = state.readiness.missing();
+    // A certificate problem is told either way; a replica serving a loaded certificate stays ready.
+    let problem = state.readiness.cert_problem().map(|p| format!("warning: {p}\n")).unwrap_or_default();
     if missing.is_empty() {
-        (StatusCode::OK, "ok\n").into_response()
+        (StatusCode::OK, format!("ok\n{problem}")).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {}\n", missing.join(", "))).into_response()
+        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {}\n{problem}", missing.join(", ")))
+            .into_response()
     }
 }
 

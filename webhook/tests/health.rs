@@ -65,8 +65,18 @@ async fn readyz_follows_the_readiness_flags_and_metrics_move() {
     readiness.set_caches_synced(true);
     let (status, _, body) = get(addr, "/readyz").await;
     assert_eq!((status, body.as_str()), (StatusCode::OK, "ok\n"));
+    // A certificate Secret problem is told; the loaded certificate still serves, so still ready.
+    readiness.set_cert_problem(Some("webhook certificate Secret ops/eas-tls: spoiled".into()));
+    let (status, _, body) = get(addr, "/readyz").await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, "ok\nwarning: webhook certificate Secret ops/eas-tls: spoiled\n")
+    );
     readiness.set_cert_loaded(false);
-    assert_eq!(get(addr, "/readyz").await.0, StatusCode::SERVICE_UNAVAILABLE);
+    let (status, _, body) = get(addr, "/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body.ends_with("warning: webhook certificate Secret ops/eas-tls: spoiled\n"), "{body}");
+    readiness.set_cert_problem(None);
 
     let (status, content_type, before) = get(addr, "/metrics").await;
     assert_eq!(status, StatusCode::OK);

@@ -11,7 +11,7 @@ use eviction_autoscaler_shared::health::Readiness;
 use eviction_autoscaler_webhook::self_managed::{CertManager, SelfManagedSettings};
 use eviction_autoscaler_webhook::{Metrics, PemPair, ServeSettings, WebhookServer};
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{Event, Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_sim::{Server, ServerOptions};
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -94,6 +94,21 @@ impl Sim {
             .collect()
     }
 
+    /// Events with `reason` on the certificate Secret (matched by name and uid, as
+    /// `kubectl describe secret` matches them).
+    async fn secret_events(&self, reason: &str) -> Vec<Event> {
+        let client = self.client().await;
+        let uid =
+            Api::<Secret>::namespaced(client.clone(), NS).get(SECRET).await.expect("Secret").metadata.uid;
+        let events = Api::<Event>::namespaced(client, NS).list(&Default::default()).await.expect("events");
+        events
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason) && e.type_.as_deref() == Some("Warning"))
+            .filter(|e| e.involved_object.name.as_deref() == Some(SECRET) && e.involved_object.uid == uid)
+            .collect()
+    }
+
     fn count(&self, verb: &str, resource: &str, code: u16) -> usize {
         self.server
             .cluster()
@@ -127,9 +142,10 @@ impl Replica {
 
     async fn start_as(client: kube::Client, settings: SelfManagedSettings) -> Self {
         let metrics = Metrics::new();
-        let (manager, pairs) =
-            CertManager::start(client, settings, metrics.clone()).await.expect("manager starts");
         let readiness = Readiness::new();
+        let (manager, pairs) = CertManager::start(client, settings, metrics.clone(), readiness.clone())
+            .await
+            .expect("manager starts");
         let serve = ServeSettings::new(([127, 0, 0, 1], 0).into(), "/unused", "/unused")
             .with_memory_certs(pairs.clone());
         let server =
@@ -256,8 +272,9 @@ async fn replicas_starting_together_agree_on_one_secret_and_fill_the_ca_bundle()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unusable_secret_is_replaced_and_a_missing_configuration_is_retried_with_backoff() {
     let sim = Sim::start().await;
+    // Ours (the label we create it with), then spoiled.
     let garbage: Secret = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": SECRET, "namespace": NS},
+        "metadata": {"name": SECRET, "namespace": NS, "labels": {"app.kubernetes.io/name": "eviction-autoscaler"}},
         "type": "kubernetes.io/tls",
         "data": {"tls.crt": "bm90IHBlbQ==", "tls.key": "bm90IHBlbQ=="},
     }))
@@ -273,6 +290,7 @@ async fn an_unusable_secret_is_replaced_and_a_missing_configuration_is_retried_w
     assert!(data.contains_key("ca.crt"), "the unusable Secret was replaced by a complete one");
     assert_eq!(replica.serving_cert(), data["tls.crt"].0);
     assert_eq!(sim.count("update", "secrets", 200), 1, "replaced with one update");
+    assert_eq!(sim.secret_events("CertificateSecretReplaced").await.len(), 1, "the replacement is told");
 
     // Without the configuration the replica keeps serving and backs off: 4 s at a 100 ms
     // resync would be 40 reads without backoff.
@@ -293,6 +311,94 @@ async fn an_unusable_secret_is_replaced_and_a_missing_configuration_is_retried_w
     let ca = data["ca.crt"].0.clone();
     eventually("the new configuration gets the caBundle", Duration::from_secs(3), || async {
         sim.bundles().await.iter().all(|b| *b == ca).then_some(())
+    })
+    .await;
+}
+
+/// A Secret someone else made under the configured name (their own PKI, a typo) is never
+/// replaced: the start fails naming it and what to do, its bytes stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_secret_someone_else_made_is_reported_and_left_alone() {
+    let sim = Sim::start().await;
+    let theirs: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": SECRET, "namespace": NS, "labels": {"team": "pki"}},
+        "type": "kubernetes.io/tls",
+        "data": {"tls.crt": "bm90IHBlbQ==", "tls.key": "bm90IHBlbQ==", "notes": "a2VlcCBtZQ=="},
+    }))
+    .expect("secret");
+    let secrets = Api::<Secret>::namespaced(sim.client().await, NS);
+    let created = secrets.create(&PostParams::default(), &theirs).await.expect("their Secret");
+
+    let readiness = Readiness::new();
+    let started = CertManager::start(
+        sim.client().await,
+        settings(Duration::from_secs(3600)),
+        Metrics::new(),
+        readiness.clone(),
+    )
+    .await;
+    let Err(error) = started else { panic!("started on a Secret it cannot use") };
+    let error = error.to_string();
+    assert!(error.contains(&format!("{NS}/{SECRET}")) || error.contains(SECRET), "{error}");
+    assert!(error.contains("not made by eviction-autoscaler") && error.contains("delete it"), "{error}");
+    let after = secrets.get(SECRET).await.expect("Secret");
+    assert_eq!(after.data, created.data, "their data is untouched");
+    assert_eq!(after.metadata.resource_version, created.metadata.resource_version);
+    assert_eq!(sim.count("update", "secrets", 200), 0);
+    let events = sim.secret_events("CertificateSecretUnusable").await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(events[0].message.as_deref().is_some_and(|m| m.contains("not made by eviction-autoscaler")));
+    assert!(readiness.cert_problem().is_some_and(|p| p.contains(SECRET)));
+}
+
+/// Spoiled while running by someone who also took our label off: the replica keeps serving the
+/// pair it has, says why on `/readyz` and in one Event (not one per resync), reads the Secret
+/// no more often than the resync, and makes a new one once the spoiled one is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_spoiled_while_running_is_reported_once_and_replaced_only_once_deleted() {
+    let sim = Sim::start().await;
+    let mut quick = settings(Duration::from_secs(3600));
+    quick.resync_interval = Duration::from_millis(100);
+    let replica = Replica::start(&sim, quick).await;
+    let secrets = Api::<Secret>::namespaced(sim.client().await, NS);
+    let ours = secrets.get(SECRET).await.expect("our Secret");
+    let ca = ours.data.clone().unwrap_or_default()["ca.crt"].0.clone();
+
+    let mut spoiled = ours.clone();
+    spoiled.metadata.labels = None;
+    spoiled.data = Some(
+        serde_json::from_value(serde_json::json!({"tls.crt": "eA==", "tls.key": "eA=="})).expect("data"),
+    );
+    let spoiled = secrets.replace(SECRET, &PostParams::default(), &spoiled).await.expect("spoiled");
+    eventually("the problem on /readyz", Duration::from_secs(5), || async {
+        replica.readiness.cert_problem().filter(|p| p.contains("not made by eviction-autoscaler"))
+    })
+    .await;
+    let gets = || sim.count("get", "secrets", 200);
+    let before = gets();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let reads = gets() - before;
+    assert!(reads <= 25, "{reads} reads of the Secret in 2 s at a 100 ms resync");
+    assert_eq!(secrets.get(SECRET).await.expect("Secret").data, spoiled.data, "left as it is");
+    assert_eq!(
+        sim.secret_events("CertificateSecretUnusable").await.len(),
+        1,
+        "one Event, not one per resync"
+    );
+    assert!(
+        replica.readiness.is_ready() || !replica.readiness.caches_synced(),
+        "the loaded pair is still served"
+    );
+    assert!(handshake(replica.addr, &ca).await.is_ok(), "still serving the pair it had");
+
+    secrets.delete(SECRET, &Default::default()).await.expect("delete");
+    eventually("a new Secret of ours", Duration::from_secs(5), || async {
+        let secret = secrets.get_opt(SECRET).await.ok().flatten()?;
+        secret.data.unwrap_or_default().contains_key("ca.key").then_some(())
+    })
+    .await;
+    eventually("the problem cleared", Duration::from_secs(5), || async {
+        replica.readiness.cert_problem().is_none().then_some(())
     })
     .await;
 }

@@ -23,17 +23,20 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use eviction_autoscaler_shared::health::Readiness;
 use futures::StreamExt as _;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::Api;
+use kube::api::PostParams;
 use kube::runtime::watcher;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use self::ca_bundle::{Read, WebhookConfiguration, bundles};
 use self::decide::{Action, CA_CRT, Published, TLS_CRT, TLS_KEY, Wanted, decide};
-use self::secret::{Data, SecretStore, Written, next_data, view};
+use self::secret::{Data, SecretStore, Written, is_ours, next_data, view};
 use crate::Error;
 use crate::metrics::Metrics;
 use crate::tls::PemPair;
@@ -124,6 +127,10 @@ pub struct CertManager {
     configuration_problem: Option<String>,
     /// The `caBundle`s last read, and since when (Unix seconds) they have been as they are.
     bundles_seen: Option<(Vec<Vec<u8>>, i64)>,
+    /// Shows a Secret problem on `/readyz`.
+    readiness: Readiness,
+    /// The Secret's last problem, so a persisting one is logged and evented once.
+    secret_problem: Option<String>,
 }
 
 impl CertManager {
@@ -133,6 +140,7 @@ impl CertManager {
         client: kube::Client,
         settings: SelfManagedSettings,
         metrics: Metrics,
+        readiness: Readiness,
     ) -> Result<(Self, watch::Receiver<PemPair>), Error> {
         let secret = SecretStore::new(client.clone(), &settings.namespace, &settings.secret_name);
         let configuration = WebhookConfiguration::new(client.clone(), &settings.webhook_configuration);
@@ -150,10 +158,18 @@ impl CertManager {
             configuration_retry: (Instant::now(), Duration::ZERO),
             configuration_problem: None,
             bundles_seen: None,
+            readiness,
+            secret_problem: None,
         };
         let read = manager.configuration.read().await.ok();
         let published = manager.published(read.as_ref());
-        let current = manager.reconcile_secret(&published).await.map_err(Error::SelfManaged)?;
+        let current = match manager.reconcile_secret(&published).await {
+            Ok(current) => current,
+            Err(reason) => {
+                // The process exits with this; the kubelet's restart back-off paces the retries.
+                return Err(Error::SelfManaged(manager.report_secret_problem(reason).await));
+            }
+        };
         manager.pairs.send_replace(current.pair);
         Ok((manager, receiver))
     }
@@ -204,13 +220,15 @@ impl CertManager {
         let current = match self.reconcile_secret(&published).await {
             Ok(current) => current,
             Err(reason) => {
-                tracing::error!(
-                    secret = %self.settings.secret_name, namespace = %self.settings.namespace, %reason,
-                    "cannot keep the webhook certificate Secret; retrying"
-                );
+                // The pair already loaded is still served; the Secret is read again at resync.
+                self.report_secret_problem(reason).await;
                 return next;
             }
         };
+        if self.secret_problem.take().is_some() {
+            tracing::info!(secret = %self.settings.secret_name, "the webhook certificate Secret is usable again");
+            self.readiness.set_cert_problem(None);
+        }
         self.pairs.send_if_modified(|served| {
             let changed = *served != current.pair;
             if changed {
@@ -327,7 +345,8 @@ impl CertManager {
             let data: Data = found.as_ref().and_then(|s| s.data.clone()).unwrap_or_default();
             let now = now();
             let action = decide(found.as_ref().map(|_| view(&data)), now, &self.wanted, published);
-            let Some(new_data) = next_data(&action, &data, now, &self.wanted)? else {
+            let ours = found.as_ref().is_none_or(is_ours);
+            let Some(new_data) = next_data(&action, &data, now, &self.wanted, ours)? else {
                 if let Action::WaitForBundle { reason, .. } = &action {
                     tracing::debug!(%reason, "serving certificate switch waits for the caBundle");
                 }
@@ -341,10 +360,63 @@ impl CertManager {
             };
             if let Written::Done = written {
                 self.log_written(&action);
+                if let Action::Replace { reason } = &action {
+                    let message = format!("replaced the unusable webhook certificate Secret: {reason}");
+                    self.warn_on_secret("CertificateSecretReplaced", &message).await;
+                }
             }
             // Either way read again: what is stored now is what everyone serves.
         }
         Err("the Secret kept changing while being written (5 attempts)".into())
+    }
+
+    /// Logs a Secret problem, shows it on `/readyz` and records a Warning Event on the Secret,
+    /// once per distinct problem (it is retried at every resync, quietly). Returns the message.
+    async fn report_secret_problem(&mut self, problem: String) -> String {
+        let (namespace, secret) = (&self.settings.namespace, &self.settings.secret_name);
+        let message = format!("webhook certificate Secret {namespace}/{secret}: {problem}");
+        if self.secret_problem.as_ref() != Some(&problem) {
+            tracing::error!(%namespace, %secret, reason = %problem, "cannot keep the webhook certificate Secret; retrying");
+            self.readiness.set_cert_problem(Some(message.clone()));
+            self.warn_on_secret("CertificateSecretUnusable", &message).await;
+            self.secret_problem = Some(problem);
+        }
+        message
+    }
+
+    /// A Warning Event on the Secret, as `kubectl describe secret` shows it (best effort).
+    async fn warn_on_secret(&self, reason: &str, message: &str) {
+        let (namespace, name) = (&self.settings.namespace, &self.settings.secret_name);
+        let uid = self.secret.get().await.ok().flatten().and_then(|s| s.metadata.uid);
+        let now = jiff::Timestamp::now();
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{name}.{:x}", now.as_nanosecond())),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Secret".into()),
+                namespace: Some(namespace.clone()),
+                name: Some(name.clone()),
+                uid,
+                ..ObjectReference::default()
+            },
+            type_: Some("Warning".into()),
+            reason: Some(reason.into()),
+            action: Some(reason.into()),
+            message: Some(message.chars().take(1000).collect()),
+            count: Some(1),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            source: Some(EventSource { component: Some("eviction-autoscaler".into()), host: None }),
+            ..Event::default()
+        };
+        let events: Api<Event> = Api::namespaced(self.client.clone(), namespace);
+        if let Err(error) = events.create(&PostParams::default(), &event).await {
+            tracing::warn!(%error, %reason, "cannot record an Event on the certificate Secret");
+        }
     }
 
     fn log_written(&self, action: &Action) {

@@ -14,6 +14,16 @@ use super::decide::{
 };
 use crate::certs::{IssuedPem, issue_serving, new_ca};
 
+/// The label on the Secret we create. Only a Secret carrying it is ever replaced: one
+/// someone else made under the configured name (their own PKI, say) is left as it is.
+pub(crate) const OWNER_LABEL: (&str, &str) = ("app.kubernetes.io/name", "eviction-autoscaler");
+
+/// Did eviction-autoscaler make this Secret?
+pub(crate) fn is_ours(secret: &Secret) -> bool {
+    let (key, value) = OWNER_LABEL;
+    secret.metadata.labels.as_ref().and_then(|labels| labels.get(key)).is_some_and(|v| v == value)
+}
+
 /// The data of a Secret, by key.
 pub(crate) type Data = BTreeMap<String, ByteString>;
 
@@ -51,10 +61,7 @@ impl SecretStore {
         let secret = Secret {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
-                labels: Some(BTreeMap::from([(
-                    "app.kubernetes.io/name".to_owned(),
-                    "eviction-autoscaler".to_owned(),
-                )])),
+                labels: Some(BTreeMap::from([(OWNER_LABEL.0.to_owned(), OWNER_LABEL.1.to_owned())])),
                 ..ObjectMeta::default()
             },
             type_: Some("kubernetes.io/tls".into()),
@@ -83,21 +90,36 @@ fn lost_on_conflict(result: Result<(), kube::Error>) -> Result<Written, kube::Er
 
 /// The Secret data an action calls for, or `None` when the action writes nothing. A renewal
 /// that cannot be made from the present CA falls back to a whole new CA (and says why).
+/// Replacing the CA of a Secret that is not `ours` is refused: the error says why and what to do.
 pub(crate) fn next_data(
     action: &Action,
     current: &Data,
     now: i64,
     wanted: &Wanted,
+    ours: bool,
 ) -> Result<Option<Data>, String> {
+    let replace = |reason: &str| {
+        if ours {
+            fresh(now, wanted).map(Some)
+        } else {
+            let (key, value) = OWNER_LABEL;
+            Err(format!(
+                "{reason}; the Secret was not made by eviction-autoscaler (no label {key}={value}), so it is \
+                 left as it is: fix it, or delete it to have a new one made"
+            ))
+        }
+    };
     match action {
         Action::Use { .. } | Action::WaitForBundle { .. } => Ok(None),
-        Action::Create | Action::Replace { .. } => fresh(now, wanted).map(Some),
+        Action::Create => fresh(now, wanted).map(Some),
+        Action::Replace { reason } => replace(reason),
         Action::Renew { .. } => match renewed(current, now, wanted) {
             Ok(data) => Ok(Some(data)),
-            Err(reason) => {
+            Err(reason) if ours => {
                 tracing::warn!(%reason, "cannot renew from the present CA; making a new CA");
                 fresh(now, wanted).map(Some)
             }
+            Err(reason) => replace(&format!("cannot renew from the present CA: {reason}")),
         },
         Action::AddNextCa { .. } => {
             let ca = make_ca(now, wanted)?;
