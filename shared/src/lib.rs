@@ -9,6 +9,8 @@ pub mod crd;
 pub mod drain;
 pub mod health;
 pub mod keys;
+#[cfg(test)]
+mod properties;
 pub mod scope;
 pub mod selector;
 pub mod surge;

@@ -45,6 +45,8 @@ pub mod plan;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+#[cfg(test)]
+mod properties;
 
 pub use action::{Action, deployment_subject};
 pub use admission::{plan_admission, plan_pdb_admission};
