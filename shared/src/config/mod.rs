@@ -514,8 +514,17 @@ fn parse_bool(v: &str) -> Result<bool, String> {
     crate::scope::parse_bool(v).ok_or_else(|| "expected true or false".into())
 }
 
+/// The longest duration any setting takes: far beyond any sensible value, yet small enough
+/// that adding it to a clock reading cannot overflow (`500000000000y` parses, and made a timer
+/// panic).
+const MAX_DURATION: Duration = Duration::from_secs(100 * 31_557_600); // humantime's year: 365.25 days
+
 fn parse_duration(v: &str) -> Result<Duration, String> {
-    humantime::parse_duration(v).map_err(|e| format!("expected a duration like 60s or 5m ({e})"))
+    let d = humantime::parse_duration(v).map_err(|e| format!("expected a duration like 60s or 5m ({e})"))?;
+    if d > MAX_DURATION {
+        return Err("must be at most 100 years".into());
+    }
+    Ok(d)
 }
 
 fn parse_positive_duration(v: &str) -> Result<Duration, String> {

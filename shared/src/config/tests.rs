@@ -106,3 +106,33 @@ fn the_two_listening_addresses_must_differ_unless_the_system_picks_the_ports() {
     };
     assert!(Config::resolve(&any, None).is_ok());
 }
+
+/// A duration beyond any deadline a clock can hold (`500000000000y` parses) once made the TLS
+/// file watcher's interval panic on its second tick; every duration is capped at 100 years.
+#[test]
+fn durations_beyond_a_hundred_years_are_refused_naming_the_setting() {
+    use clap::Parser as _;
+    let durations: Vec<&str> = setting_names()
+        .filter(|(.., default)| humantime::parse_duration(default).is_ok())
+        .map(|(flag, ..)| flag)
+        .collect();
+    assert!(durations.len() >= 5, "{durations:?}");
+    for flag in durations {
+        let args = Flags::try_parse_from(["x", &format!("--{flag}=500000000000y")]).expect("parses").settings;
+        match Config::resolve(&args, None) {
+            Err(error @ ConfigError::Invalid { setting, .. }) if setting == flag => {
+                assert!(error.to_string().contains("at most 100 years"), "{error}");
+            }
+            Err(error) => panic!("--{flag}: an error about another setting: {error}"),
+            Ok(_) => panic!("--{flag}=500000000000y accepted"),
+        }
+    }
+    let args = SettingsArgs { max_hold: Some("100y".into()), ..Default::default() };
+    assert!(Config::resolve(&args, None).is_ok(), "100 years is still a valid (if odd) hold");
+}
+
+#[derive(clap::Parser)]
+struct Flags {
+    #[command(flatten)]
+    settings: SettingsArgs,
+}
