@@ -11,7 +11,7 @@ CLUSTER ?= sim
 # cargo-nextest runs test binaries in parallel; plain `cargo test` is the fallback.
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: build test test-unit test-e2e test-oldest lint fmt crd demo bench cluster cluster-build check-tools check-kubectl
+.PHONY: build test test-unit test-e2e test-oldest lint fmt crd demo bench fuzz cluster cluster-build check-tools check-kubectl
 
 check-tools:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found (install Rust with rustup: https://rustup.rs)"; exit 1; }
@@ -77,6 +77,7 @@ endif
 
 lint: check-tools
 	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 fmt: check-tools
@@ -95,3 +96,8 @@ endif
 
 bench: check-tools cluster-build
 	./scripts/bench.sh
+
+# Every fuzz target (fuzz/README.md) for FUZZ_SECONDS each (default 40, about 4 minutes in
+# all), or FUZZ_RUNS executions each; needs a nightly toolchain and cargo-fuzz (it says how).
+fuzz: check-tools
+	./scripts/fuzz.sh
