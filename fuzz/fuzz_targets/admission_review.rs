@@ -5,7 +5,7 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use eviction_autoscaler_fuzz::{call, decide};
+use eviction_autoscaler_fuzz::{IntOrPercent, call, decide};
 use http::StatusCode;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -41,23 +41,6 @@ impl Text {
         match self {
             Self::Known(i) => known[usize::from(*i) % known.len()],
             Self::Any(s) => s,
-        }
-    }
-}
-
-#[derive(Arbitrary, Debug)]
-enum IntOrPercent {
-    Int(i32),
-    Percent(i32),
-    Text(String),
-}
-
-impl IntOrPercent {
-    fn json(&self) -> Value {
-        match self {
-            Self::Int(n) => json!(n),
-            Self::Percent(n) => json!(format!("{n}%")),
-            Self::Text(s) => json!(s),
         }
     }
 }
@@ -141,7 +124,7 @@ impl DeploymentIn {
         if let Some((kind, max_surge)) = &self.strategy {
             spec["strategy"] = json!({ "type": kind.get(&["RollingUpdate", "Recreate"]) });
             if let Some(max_surge) = max_surge {
-                spec["strategy"]["rollingUpdate"] = json!({ "maxSurge": max_surge.json() });
+                spec["strategy"]["rollingUpdate"] = json!({ "maxSurge": json!(max_surge.value()) });
             }
         }
         json!({
@@ -165,10 +148,10 @@ impl PdbIn {
     fn json(&self, name: &str, namespace: &str) -> Value {
         let mut spec = Map::new();
         if let Some(v) = &self.min_available {
-            spec.insert("minAvailable".into(), v.json());
+            spec.insert("minAvailable".into(), json!(v.value()));
         }
         if let Some(v) = &self.max_unavailable {
-            spec.insert("maxUnavailable".into(), v.json());
+            spec.insert("maxUnavailable".into(), json!(v.value()));
         }
         if let Some(selector) = &self.selector {
             spec.insert("selector".into(), selector.json());

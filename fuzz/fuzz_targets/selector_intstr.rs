@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
-use eviction_autoscaler_fuzz::check_budget;
+use eviction_autoscaler_fuzz::{IntOrPercent, check_budget};
 use eviction_autoscaler_shared::budget::{PodCounts, budget_status, parse_percent, scaled};
 use eviction_autoscaler_shared::selector::{matches, pdb_covers_template, query, validate};
 use eviction_autoscaler_shared::surge::{resolve_max_surge, surge_target};
@@ -29,23 +29,6 @@ impl Text {
         match self {
             Self::Known(i) => WORDS[usize::from(*i) % WORDS.len()].to_owned(),
             Self::Any(s) => s.clone(),
-        }
-    }
-}
-
-#[derive(Arbitrary, Debug)]
-enum IntOrPercent {
-    Int(i32),
-    Percent(i32),
-    Text(String),
-}
-
-impl IntOrPercent {
-    fn value(&self) -> IntOrString {
-        match self {
-            Self::Int(n) => IntOrString::Int(*n),
-            Self::Percent(n) => IntOrString::String(format!("{n}%")),
-            Self::Text(s) => IntOrString::String(s.clone()),
         }
     }
 }

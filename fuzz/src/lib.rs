@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use arbitrary::Arbitrary;
 use axum::Router;
 use axum::body::Body;
 use eviction_autoscaler_controller::pdb::{NamespaceView, plan_deployment, plan_pdb, plan_pdb_admission};
@@ -17,6 +18,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 use tower::ServiceExt as _;
 
@@ -155,5 +157,24 @@ impl AdmissionHandler for Decide {
     }
     fn pdb_written(&self, pdb: PodDisruptionBudget) {
         decide(&Deployment::default(), &[pdb]);
+    }
+}
+
+/// An int-or-string as users write `maxSurge`, `minAvailable` and the like: an integer, a
+/// percentage, or any text.
+#[derive(Arbitrary, Debug)]
+pub enum IntOrPercent {
+    Int(i32),
+    Percent(i32),
+    Text(String),
+}
+
+impl IntOrPercent {
+    pub fn value(&self) -> IntOrString {
+        match self {
+            Self::Int(n) => IntOrString::Int(*n),
+            Self::Percent(n) => IntOrString::String(format!("{n}%")),
+            Self::Text(s) => IntOrString::String(s.clone()),
+        }
     }
 }
