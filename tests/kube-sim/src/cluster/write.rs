@@ -442,6 +442,13 @@ impl Cluster {
             Target::Status => {
                 let mut n = (**current).clone();
                 n["status"] = requested.get("status").cloned().unwrap_or(Value::Null);
+                // Status strategies keep the request's annotations (Deployments, ReplicaSets,
+                // PDBs...), except the Pod's, which resets its metadata to the stored one.
+                if info.plural != "pods"
+                    && let Some(annotations) = requested.pointer("/metadata/annotations")
+                {
+                    n["metadata"]["annotations"] = annotations.clone();
+                }
                 if n["status"].is_null()
                     && let Value::Object(m) = &mut n
                 {
@@ -502,7 +509,11 @@ impl Cluster {
             options: Self::options_json(opts, "UpdateOptions"),
         };
         self.admit(request.clone(), &mut new, opts.skip_admission).await?;
-        if info.tracks_generation && generation_changes(info, current, &new) {
+        // Only the main resource (and scale) bumps it: no status strategy does.
+        if info.tracks_generation
+            && !matches!(target, Target::Status)
+            && generation_changes(info, current, &new)
+        {
             let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             meta_mut(&mut new).insert("generation".into(), json!(generation));
         }

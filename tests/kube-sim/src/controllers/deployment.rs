@@ -86,20 +86,18 @@ impl Reconciler for Deployments {
             }
             let gvr = Gvr::new("apps", "v1", "deployments");
             if let Some(revision) = sync.revision_annotation {
-                let patch = json!({"metadata": {"annotations": {REVISION: revision}}});
+                // As upstream (getNewReplicaSet): the revision annotation goes through the status
+                // subresource, with the status, so it does not bump the generation.
+                let mut body = deployment.clone();
+                if !body["metadata"]["annotations"].is_object() {
+                    body["metadata"]["annotations"] = json!({});
+                }
+                body["metadata"]["annotations"][REVISION] = json!(revision);
+                body["status"] = sync.status;
                 let result = ctx
                     .cluster
-                    .patch(
-                        &gvr,
-                        ns,
-                        &key.1,
-                        None,
-                        PatchType::Merge,
-                        patch.to_string().as_bytes(),
-                        &WriteOptions::default(),
-                    )
+                    .update(&gvr, ns, &key.1, Some("status"), body, &WriteOptions::default())
                     .await;
-                // The annotation bumps the generation; the next pass writes the status.
                 return result.err().and_then(|e| retry_delay(&e));
             }
             if deployment.get("status") != Some(&sync.status) {

@@ -161,8 +161,13 @@ pub fn node_object(name: &str, pods_per_node: usize) -> serde_json::Value {
             "allocatable": {"pods": pods_per_node.to_string(), "cpu": "8", "memory": "32Gi"},
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                 "message": "kubelet is posting ready status", "lastHeartbeatTime": now, "lastTransitionTime": now}],
-            "nodeInfo": {"kubeletVersion": "v1.32.4", "containerRuntimeVersion": "containerd://1.7.0",
-                "osImage": "kube-sim", "operatingSystem": "linux", "architecture": "amd64"}}})
+            // Every NodeSystemInfo field (all required by the API's clients), as kwok's
+            // node-initialize stage fills them; an address and the kubelet port, as a kubelet posts.
+            "nodeInfo": {"architecture": "amd64", "bootID": "", "containerRuntimeVersion": "containerd://1.7.0",
+                "kernelVersion": "6.1.0-kube-sim", "kubeProxyVersion": "", "kubeletVersion": "v1.32.4",
+                "machineID": "", "operatingSystem": "linux", "osImage": "kube-sim", "systemUUID": ""},
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}})
 }
 
 /// Makes `cluster` behave like a cluster: creates the nodes (kept if they exist), serves
