@@ -28,6 +28,8 @@ fn pod_spec(spec: &mut Value) {
                 default(c, "imagePullPolicy", json!(if latest { "Always" } else { "IfNotPresent" }));
                 default(c, "terminationMessagePath", json!("/dev/termination-log"));
                 default(c, "terminationMessagePolicy", json!("File"));
+                // A non-pointer struct upstream: always written, `{}` when empty.
+                default(c, "resources", json!({}));
             }
         }
     }
@@ -57,6 +59,17 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             }
             if let Some(tspec) = spec.get_mut("template").and_then(|t| t.get_mut("spec")) {
                 pod_spec(tspec);
+            }
+        }
+        ("", "namespaces") => {
+            // The namespace strategy: the `kubernetes` finalizer, and a label naming it (set
+            // whatever the client sent).
+            default(object, "spec", json!({}));
+            default(&mut object["spec"], "finalizers", json!(["kubernetes"]));
+            let name = object["metadata"]["name"].clone();
+            if name.is_string() {
+                default(&mut object["metadata"], "labels", json!({}));
+                object["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
             }
         }
         _ => {}

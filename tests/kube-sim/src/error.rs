@@ -151,8 +151,12 @@ impl ApiError {
         } else {
             format!("{kind_label} \"{name}\" is invalid: [{}]", joined.join(", "))
         };
+        // A cause's message is the error without its field (`ErrorBody`): the field is beside it.
+        let body = |e: &FieldError| {
+            e.message.strip_prefix(&format!("{}: ", e.field)).unwrap_or(&e.message).to_owned()
+        };
         let causes: Vec<Value> =
-            errs.iter().map(|e| json!({"reason": e.cause, "message": e.message, "field": e.field})).collect();
+            errs.iter().map(|e| json!({"reason": e.cause, "message": body(e), "field": e.field})).collect();
         let mut d = details(name, group, kind);
         if let Value::Object(m) = &mut d {
             m.insert("causes".into(), Value::Array(causes));

@@ -56,7 +56,7 @@ async fn pdb_update_without_resource_version_is_invalid() {
     assert!(
         status
             .message
-            .contains("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"),
+            .contains("metadata.resourceVersion: Invalid value: 0: must be specified for an update"),
         "{}",
         status.message
     );

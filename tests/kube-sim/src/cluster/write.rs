@@ -344,14 +344,15 @@ impl Cluster {
             ),
         };
         if precondition.is_none() && !info.allow_unconditional_update {
+            // Upstream leaves the kind empty here and puts the resource in it (kubernetes#18526).
             return Err(ApiError::invalid(
                 &info.group_resource(),
                 &info.group,
-                &info.group_resource(),
+                &info.plural,
                 name,
                 &[crate::error::FieldError::invalid(
                     "metadata.resourceVersion",
-                    "0x0",
+                    "0",
                     "must be specified for an update",
                 )],
             ));

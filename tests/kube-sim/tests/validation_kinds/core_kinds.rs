@@ -137,8 +137,10 @@ async fn secrets_need_their_type_keys_valid_base64_and_keep_their_type() {
         .await
         .expect_err("type is immutable");
     assert!(
-        causes(&err).iter().any(|(_, f, m)| f == "type"
-            && m == "type: Invalid value: \"kubernetes.io/basic-auth\": field is immutable"),
+        causes(&err)
+            .iter()
+            .any(|(_, f, m)| f == "type"
+                && m == "Invalid value: \"kubernetes.io/basic-auth\": field is immutable"),
         "{err}"
     );
 }

@@ -60,7 +60,8 @@ pub(crate) fn causes(err: &ApiError) -> Vec<(String, String, String)> {
         .unwrap_or_default()
 }
 
-/// Creating `object` fails with 422 and the cause `(reason, field, message)` among others.
+/// Creating `object` fails with 422, `message` (`field: ...`) in the Status message and the
+/// cause `(reason, field, message without the field)` among others, as upstream's `ErrorBody`.
 pub(crate) async fn rejects(
     cluster: &Cluster,
     object: &Value,
@@ -70,10 +71,12 @@ pub(crate) async fn rejects(
 ) -> ApiError {
     let err = create(cluster, object).await.expect_err("invalid object must be rejected");
     let all = causes(&err);
+    let body = message.strip_prefix(&format!("{field}: ")).unwrap_or(message);
     assert!(
-        all.iter().any(|(r, f, m)| r == reason && f == field && m == message),
-        "expected {reason} {field}: {message}\n got {all:#?}"
+        all.iter().any(|(r, f, m)| r == reason && f == field && m == body),
+        "expected {reason} {field}: {body}\n got {all:#?}"
     );
+    assert!(err.message.contains(message), "{message:?} not in {:?}", err.message);
     err
 }
 
