@@ -134,6 +134,17 @@ fn scenarios() -> Vec<(&'static str, Vec<Step>)> {
                 ),
             ],
         ),
+        (
+            "eviction",
+            vec![step(
+                "of-a-missing-pod",
+                "POST",
+                "/api/v1/namespaces/diff/pods/nope/eviction",
+                Some(
+                    json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "nope", "namespace": "diff"}}),
+                ),
+            )],
+        ),
     ]
 }
 
@@ -228,9 +239,10 @@ async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
             .await
             .expect("the control plane starts");
     let dir = tempfile::tempdir().expect("temp dir");
-    let sim = kube_sim::Server::start(kube_sim::ServerOptions::new(dir.path().join("kubeconfig")))
-        .await
-        .expect("kube-sim");
+    // Both behave as clusters: controllers, a node, the eviction subresource.
+    let behaviour = kube_sim::controllers::ClusterBehaviour { nodes: 1, ..Default::default() };
+    let options = kube_sim::ServerOptions::new(dir.path().join("kubeconfig")).with_behaviour(behaviour);
+    let sim = kube_sim::Server::start(options).await.expect("kube-sim");
     let (sim_client, real_client) =
         (client_of(sim.kubeconfig_path()).await, client_of(&plane.kubeconfig_path()).await);
     let mut found = BTreeSet::new();
