@@ -217,7 +217,7 @@ async fn a_default_pdb_deleted_as_soon_as_it_appears_is_created_again_on_a_back_
 }
 
 /// An invalid annotation is one Warning Event per Deployment and distinct value: re-planning
-/// (every status update does; an annotation edit does not bump `generation`) repeats nothing,
+/// (every event of the Deployment does, status updates included) repeats nothing,
 /// and a new invalid value is a new Event.
 #[tokio::test]
 async fn an_invalid_annotation_is_reported_once_per_object_and_value() {

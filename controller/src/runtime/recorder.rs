@@ -24,9 +24,9 @@ pub const COMPONENT: &str = "eviction-autoscaler";
 const MAX_SERIES: usize = 4096;
 
 /// Reasons written once per series: an invalid annotation is reported once per object and
-/// value. The object is re-planned at every status update (and an annotation edit does not
-/// bump `metadata.generation`), so counting each repeat would only patch the Event again and
-/// again while telling the owner nothing new; a new value is a new message, a new Event.
+/// value. The object is re-planned at every event of it, status updates included, so counting
+/// each repeat would only patch the Event again and again while telling the owner nothing new;
+/// a new value is a new message, a new Event.
 const REPORTED_ONCE: [&str; 1] = [crate::surge::events::INVALID_ANNOTATION];
 
 /// Longest message written; the rest is cut (events.k8s.io's note limit is 1 KiB).
