@@ -1,5 +1,6 @@
 //! Decode-time defaulting for the built-in types the product reads (upstream `SetDefaults_*`).
 
+use base64::Engine as _;
 use serde_json::{Value, json};
 
 fn default(obj: &mut Value, key: &str, value: Value) {
@@ -33,6 +34,66 @@ fn pod_spec(spec: &mut Value) {
             }
         }
     }
+}
+
+/// What the default admission plugins add to a new Pod, as a real apiserver runs them:
+/// ServiceAccount (the `default` account and its projected token volume, mounted in every
+/// container), DefaultTolerationSeconds, Priority; and `enableServiceLinks`.
+pub fn admit_new_pod(pod: &mut Value) {
+    let Some(spec) = pod.get_mut("spec").filter(|s| s.is_object()) else { return };
+    default(spec, "enableServiceLinks", json!(true));
+    default(spec, "serviceAccountName", json!("default"));
+    let account = spec["serviceAccountName"].clone();
+    spec["serviceAccount"] = account;
+    default(spec, "priority", json!(0));
+    default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    default(spec, "tolerations", json!([]));
+    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        let tolerations = spec["tolerations"].as_array_mut().expect("defaulted to a list");
+        if !tolerations.iter().any(|t| t["key"] == key && (t["effect"] == "NoExecute" || t["effect"].is_null())) {
+            tolerations.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        }
+    }
+    if spec["automountServiceAccountToken"] == json!(false) {
+        return;
+    }
+    let volume = format!("kube-api-access-{}", crate::meta::random_suffix());
+    default(spec, "volumes", json!([]));
+    if let Some(volumes) = spec["volumes"].as_array_mut() {
+        volumes.push(json!({"name": volume, "projected": {"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}));
+    }
+    for list in ["initContainers", "containers"] {
+        for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+            default(c, "volumeMounts", json!([]));
+            if let Some(mounts) = c["volumeMounts"].as_array_mut() {
+                mounts.push(json!({"name": volume, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}));
+            }
+        }
+    }
+}
+
+/// A Pod's QoS class from its containers' requests and limits (`GetPodQOS`, simplified to
+/// cpu and memory).
+pub fn pod_qos_class(pod: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|l| pod["spec"][l].as_array().into_iter().flatten())
+        .collect();
+    let set = |c: &Value, kind: &str| c["resources"][kind].as_object().is_some_and(|m| !m.is_empty());
+    if !containers.iter().any(|c| set(c, "requests") || set(c, "limits")) {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        ["cpu", "memory"].iter().all(|r| {
+            let limit = &c["resources"]["limits"][r];
+            let request = &c["resources"]["requests"][r];
+            !limit.is_null() && (request.is_null() || request == limit)
+        })
+    });
+    if guaranteed { "Guaranteed" } else { "Burstable" }
 }
 
 /// Applies defaults to an incoming object of `group`/`plural` (create and update).
@@ -71,6 +132,23 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
                 default(&mut object["metadata"], "labels", json!({}));
                 object["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
             }
+        }
+        ("", "secrets") => {
+            // `stringData` is write-only: merged into `data` (base64), winning over it.
+            if let Some(Value::Object(strings)) = object.as_object_mut().and_then(|o| o.remove("stringData")) {
+                default(object, "data", json!({}));
+                for (key, value) in strings {
+                    let text = value.as_str().unwrap_or_default().as_bytes();
+                    object["data"][key] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+                }
+            }
+            default(object, "type", json!("Opaque"));
+        }
+        // Core Events (the storage form of both Event APIs): non-pointer fields always written.
+        ("", "events") => {
+            default(object, "source", json!({}));
+            default(object, "reportingComponent", json!(""));
+            default(object, "reportingInstance", json!(""));
         }
         _ => {}
     }

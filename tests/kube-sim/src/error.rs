@@ -169,7 +169,7 @@ impl ApiError {
     }
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
-        Self::new(405, "MethodNotAllowed", message.into(), None)
+        Self::new(405, "MethodNotAllowed", message.into(), Some(json!({})))
     }
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(message: impl Into<String>) -> Self {

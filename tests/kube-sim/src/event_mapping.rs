@@ -36,7 +36,17 @@ pub fn to_core(object: &Value) -> Value {
     rename(object, "v1", true)
 }
 
-/// core/v1 (storage form) → events.k8s.io/v1.
+/// core/v1 (storage form) → events.k8s.io/v1, where empty reporting fields are omitted and
+/// `deprecatedSource` (a struct) is always written.
 pub fn to_events_v1(object: &Value) -> Value {
-    rename(object, "events.k8s.io/v1", false)
+    let mut event = rename(object, "events.k8s.io/v1", false);
+    if let Some(map) = event.as_object_mut() {
+        for key in ["reportingController", "reportingInstance"] {
+            if map.get(key).is_some_and(|v| v == "") {
+                map.remove(key);
+            }
+        }
+        map.entry("deprecatedSource").or_insert_with(|| Value::Object(Map::new()));
+    }
+    event
 }

@@ -117,11 +117,14 @@ impl Server {
         crate::auth::bootstrap::install(&cluster).await.map_err(StartError::Policy)?;
         let tokens = Arc::new(TokenRegistry::default());
         crate::auth::token_request::register(&cluster, tokens.clone());
+        let certs = crate::tls::generate()?;
         let behaviour = match options.behaviour.clone() {
-            Some(b) => Some(crate::controllers::start(&cluster, b).await.map_err(StartError::Behaviour)?),
+            Some(b) => {
+                let b = crate::controllers::ClusterBehaviour { root_ca_pem: certs.ca_pem.clone(), ..b };
+                Some(crate::controllers::start(&cluster, b).await.map_err(StartError::Behaviour)?)
+            }
             None => None,
         };
-        let certs = crate::tls::generate()?;
         let tls = crate::tls::server_config(&certs)?;
         let listener =
             TcpListener::bind(options.listen).await.map_err(|e| StartError::Bind(options.listen, e))?;

@@ -95,6 +95,7 @@ fn initial_status(info: &ResourceInfo) -> Option<Value> {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => Some(json!({"phase": "Pending"})),
         ("", "namespaces") => Some(json!({"phase": "Active"})),
+        ("apps", "deployments") => Some(json!({})),
         ("policy", "poddisruptionbudgets") => Some(
             json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
         ),
@@ -243,6 +244,12 @@ impl Cluster {
             }
             if let Some(status) = initial_status(info) {
                 m.insert("status".into(), status);
+            }
+        }
+        if info.storage_group.is_empty() && info.plural == "pods" && !opts.skip_admission {
+            crate::defaults::admit_new_pod(&mut object);
+            if object["status"].is_object() {
+                object["status"]["qosClass"] = json!(crate::defaults::pod_qos_class(&object));
             }
         }
         let request = AdmissionRequest {

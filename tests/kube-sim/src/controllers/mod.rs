@@ -13,6 +13,7 @@ mod gc;
 mod hpa;
 mod keda;
 mod kubelet;
+mod namespace_defaults;
 mod node_lifecycle;
 mod replicaset;
 pub(crate) mod runtime;
@@ -49,6 +50,9 @@ pub struct ClusterBehaviour {
     pub service_endpoints: HashMap<(String, String), SocketAddr>,
     /// The version KEDA's HPAs are labelled with.
     pub keda_version: String,
+    /// The CA published in every namespace's `kube-root-ca.crt` ConfigMap (the server sets it to
+    /// its own; none is published when empty).
+    pub root_ca_pem: String,
 }
 
 impl Default for ClusterBehaviour {
@@ -60,6 +64,7 @@ impl Default for ClusterBehaviour {
             termination_grace_scale: 1.0,
             service_endpoints: HashMap::new(),
             keda_version: "2.16.0".into(),
+            root_ca_pem: String::new(),
         }
     }
 }
@@ -125,7 +130,7 @@ impl BehaviourHandle {
     /// Pauses one controller loop (a test hook, e.g. to observe a PDB before the disruption
     /// controller has seen it): `node-lifecycle`, `scheduler`, `kubelet`, `replicaset`,
     /// `deployment`, `disruption`, `disruption-target-cleanup`, `garbage-collector`, `hpa`,
-    /// `keda`, `daemonset`. Changes queue up and are handled on [`Self::resume`].
+    /// `keda`, `daemonset`, `namespace-defaults`. Changes queue up and are handled on [`Self::resume`].
     pub fn pause(&self, controller: &str) {
         self.ctx.set_paused(controller, true);
     }
@@ -203,6 +208,7 @@ pub async fn start(cluster: &Cluster, behaviour: ClusterBehaviour) -> Result<Beh
         Loop::new("hpa", hpa::Hpa, 1),
         Loop::new("keda", keda::Keda, 1),
         Loop::new("daemonset", daemonset::DaemonSets, 1),
+        Loop::new("namespace-defaults", namespace_defaults::NamespaceDefaults, 1),
     ];
     let tasks = runtime::run(ctx.clone(), loops);
     Ok(BehaviourHandle { tasks, routes, bridge, ctx })

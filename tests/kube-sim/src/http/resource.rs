@@ -17,6 +17,7 @@ use crate::cluster::{
 };
 use crate::error::ApiError;
 use crate::patch::PatchType;
+use crate::resources::ResourceInfo;
 
 const MAX_BODY: usize = 256 * 1024 * 1024;
 
@@ -82,8 +83,11 @@ fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
         }
-        _ => serde_json::from_slice(body)
+        "" | "application/json" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))),
+        _ => Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        )),
     }
 }
 
@@ -157,7 +161,9 @@ async fn handle_inner(
             return Ok(respond::json(code, &value));
         }
     }
-    match (verb(method, &rp, params), rp.name.as_deref()) {
+    let verb = verb(method, &rp, params);
+    check_dry_run(verb, params)?;
+    match (verb, rp.name.as_deref()) {
         ("list", _) => {
             let result = cluster.list(&gvr, ns, &list_options(params))?;
             if respond::wants_table(accept) {
@@ -189,9 +195,9 @@ async fn handle_inner(
         }
         ("patch", Some(name)) => {
             let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
-                ApiError::unsupported_media_type(format!(
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type})"
-                ))
+                ApiError::unsupported_media_type(
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+                )
             })?;
             let (object, created) =
                 cluster.patch(&gvr, ns, name, sub, patch_type, &body, &write_options(params)).await?;
@@ -206,12 +212,12 @@ async fn handle_inner(
             if let Some(p) = param(params, "propagationPolicy") {
                 opts.propagation_policy = Some(p.to_string());
             }
-            let outcome = cluster.delete(&gvr, ns, name, &opts).await?;
-            let code = match outcome {
-                DeleteOutcome::Deleted(_) => 200,
-                DeleteOutcome::Terminating(_) => 200,
-            };
-            Ok(respond::json(code, outcome.object()))
+            match cluster.delete(&gvr, ns, name, &opts).await? {
+                DeleteOutcome::Deleted(object) if !returns_deleted_object(&info) => {
+                    Ok(respond::json(200, &deleted_status(&info, &object)))
+                }
+                outcome => Ok(respond::json(200, outcome.object())),
+            }
         }
         ("deletecollection", None) => {
             let mut opts = DeleteOptions::from_json(&decode_body(content_type, &body)?);
@@ -225,10 +231,55 @@ async fn handle_inner(
             };
             Ok(respond::list(&info, &result))
         }
-        _ => Err(ApiError::method_not_allowed(format!(
-            "the server does not allow this method on the requested resource ({method})"
-        ))),
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
     }
+}
+
+/// `dryRun` takes only `All`; anything else is a 422 on the verb's options, as upstream.
+fn check_dry_run(verb: &str, params: &[(String, String)]) -> Result<(), ApiError> {
+    let values: Vec<&str> =
+        params.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    let writes = matches!(verb, "create" | "update" | "patch" | "delete" | "deletecollection");
+    if !writes || values.iter().all(|v| *v == "All") {
+        return Ok(());
+    }
+    let kind = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        "patch" => "PatchOptions",
+        _ => "DeleteOptions",
+    };
+    let error = crate::error::FieldError {
+        cause: "FieldValueNotSupported",
+        field: "dryRun".into(),
+        message: format!("dryRun: Unsupported value: {}: supported values: \"All\"", json!(values)),
+    };
+    Err(ApiError::invalid(&format!("{kind}.meta.k8s.io"), "meta.k8s.io", kind, "", &[error]))
+}
+
+/// Kinds whose registry answers a finished DELETE with the object (`ReturnDeletedObject`);
+/// every other kind answers `Status` `Success` naming it. An object that waits for finalizers
+/// or a grace period is returned either way.
+fn returns_deleted_object(info: &ResourceInfo) -> bool {
+    info.builtin
+        && info.group.is_empty()
+        && matches!(
+            info.plural.as_str(),
+            "pods" | "namespaces" | "services" | "serviceaccounts" | "podtemplates" | "resourcequotas"
+                | "persistentvolumes" | "persistentvolumeclaims"
+        )
+}
+
+/// The `Status` of a finished DELETE (upstream's `finalizeDelete`: `details.kind` is the
+/// resource).
+fn deleted_status(info: &ResourceInfo, object: &Value) -> Value {
+    let mut details = json!({"name": object["metadata"]["name"], "kind": info.plural, "uid": object["metadata"]["uid"]});
+    if !info.group.is_empty() {
+        details["group"] = json!(info.group);
+    }
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
 }
 
 fn watch(

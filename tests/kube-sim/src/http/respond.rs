@@ -70,7 +70,16 @@ pub fn list(info: &ResourceInfo, list: &ListResult) -> Response<Body> {
         if i > 0 {
             out.push(b',');
         }
-        if serde_json::to_writer(&mut out, &**item).is_err() {
+        // Items of built-in kinds carry no apiVersion/kind (upstream converts them without their
+        // TypeMeta); custom resources keep theirs.
+        let written = match &**item {
+            Value::Object(map) if info.builtin => {
+                let fields = map.iter().filter(|(k, _)| *k != "apiVersion" && *k != "kind");
+                serde_json::to_writer(&mut out, &fields.collect::<std::collections::BTreeMap<_, _>>())
+            }
+            item => serde_json::to_writer(&mut out, item),
+        };
+        if written.is_err() {
             return error(&ApiError::internal("cannot serialize an object"));
         }
     }

@@ -47,6 +47,10 @@ pub(super) fn rollout_status(sync: &mut Sync, estimate_progress: bool) -> Value 
         "availableReplicas": available,
         "unavailableReplicas": (sync.total(&all, replicas) - available).max(0),
     });
+    // The counters are `omitempty` in apps/v1: a zero is not written.
+    if let Some(map) = status.as_object_mut() {
+        map.retain(|k, v| k == "observedGeneration" || *v != json!(0));
+    }
     if let Some(count) = deployment.pointer("/status/collisionCount") {
         status["collisionCount"] = count.clone();
     }
