@@ -105,8 +105,8 @@ fn scenarios() -> Vec<(String, Scenario)> {
     let mut all = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).expect("scenario file");
-        let list: Vec<Scenario> = serde_saphyr::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let list: Vec<Scenario> =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let stem = file.file_stem().expect("a name").to_string_lossy().into_owned();
         all.extend(list.into_iter().map(|s| (stem.clone(), s)));
     }
@@ -321,7 +321,9 @@ async fn send(client: &kube::Client, method: &str, path: &str, step: &Step, vars
         .body(body)
         .expect("request");
     // A request that hangs is an answer too (and must not hold the suite).
-    let sent = tokio::time::timeout(Duration::from_secs(20), client.send(request.map(kube::client::Body::from))).await;
+    let sent =
+        tokio::time::timeout(Duration::from_secs(20), client.send(request.map(kube::client::Body::from)))
+            .await;
     let Ok(Ok(response)) = sent else {
         let error = sent.map_or_else(|_| "no answer within 20 s".to_owned(), |r| format!("{:?}", r.err()));
         return Answer { code: 0, compared: json!({"error": error}), raw: Value::Null };
@@ -330,14 +332,19 @@ async fn send(client: &kube::Client, method: &str, path: &str, step: &Step, vars
     let header = |name: http::HeaderName| {
         response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
     };
-    let (content_type, retry_after, warning) =
-        (header(http::header::CONTENT_TYPE), header(http::header::RETRY_AFTER), header(http::header::WARNING));
+    let (content_type, retry_after, warning) = (
+        header(http::header::CONTENT_TYPE),
+        header(http::header::RETRY_AFTER),
+        header(http::header::WARNING),
+    );
     let bytes = http_body_util::BodyExt::collect(response.into_body()).await.expect("body").to_bytes();
     let mut body = if bytes.starts_with(b"k8s\0") {
-        kube_sim::protobuf::decode(&bytes).map_or_else(|e| json!({"undecodable protobuf": e}), |v| json!({"protobuf": v}))
+        kube_sim::protobuf::decode(&bytes)
+            .map_or_else(|e| json!({"undecodable protobuf": e}), |v| json!({"protobuf": v}))
     } else if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
         v
-    } else if let Ok(lines) = String::from_utf8_lossy(&bytes).lines().map(serde_json::from_str).collect::<Result<Vec<Value>, _>>()
+    } else if let Ok(lines) =
+        String::from_utf8_lossy(&bytes).lines().map(serde_json::from_str).collect::<Result<Vec<Value>, _>>()
         && !lines.is_empty()
     {
         Value::Array(lines)
@@ -355,7 +362,13 @@ async fn send(client: &kube::Client, method: &str, path: &str, step: &Step, vars
 }
 
 impl Target {
-    async fn client_for(&mut self, user: Option<&str>, namespace: &str, plane: &ControlPlane, sim: &kube_sim::Server) -> kube::Client {
+    async fn client_for(
+        &mut self,
+        user: Option<&str>,
+        namespace: &str,
+        plane: &ControlPlane,
+        sim: &kube_sim::Server,
+    ) -> kube::Client {
         let Some(user) = user else { return self.client.clone() };
         let key = format!("{namespace}/{user}");
         if let Some(client) = self.users.get(&key) {
@@ -376,7 +389,10 @@ impl Target {
 
     async fn kubectl(&self, args: &[String], stdin: Option<&str>) -> Answer {
         let mut cmd = tokio::process::Command::from(self.kubectl.command());
-        cmd.args(args).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        cmd.args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         let mut child = cmd.spawn().expect("kubectl runs");
         let mut input = child.stdin.take().expect("stdin");
         let text = stdin.unwrap_or_default().to_owned();
@@ -390,20 +406,26 @@ impl Target {
         let code = out.status.code().unwrap_or(-1) as u16;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let raw = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-        Answer { code, compared: json!({"exit": code, "stdout": stdout, "stderr": String::from_utf8_lossy(&out.stderr)}), raw }
+        Answer {
+            code,
+            compared: json!({"exit": code, "stdout": stdout, "stderr": String::from_utf8_lossy(&out.stderr)}),
+            raw,
+        }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
     let scenarios = scenarios();
-    let plane = tokio::task::spawn_blocking(|| ControlPlane::start(&ClusterShape { nodes: 1, pods_per_node: 110 }))
-        .await
-        .expect("the control plane starts");
+    let plane =
+        tokio::task::spawn_blocking(|| ControlPlane::start(&ClusterShape { nodes: 1, pods_per_node: 110 }))
+            .await
+            .expect("the control plane starts");
     let dir = tempfile::tempdir().expect("temp dir");
     // Both behave as clusters: controllers, a node, the eviction subresource.
     let behaviour = kube_sim::controllers::ClusterBehaviour { nodes: 1, ..Default::default() };
-    let options = kube_sim::ServerOptions::new(dir.path().join("kube-sim.kubeconfig")).with_behaviour(behaviour);
+    let options =
+        kube_sim::ServerOptions::new(dir.path().join("kube-sim.kubeconfig")).with_behaviour(behaviour);
     let sim = kube_sim::Server::start(options).await.expect("kube-sim");
     let real_kubeconfig = dir.path().join("real.kubeconfig");
     std::fs::copy(plane.kubeconfig_path(), &real_kubeconfig).expect("copy kubeconfig");
@@ -457,7 +479,10 @@ async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
             };
             steps += 1;
             if let Some(expected) = step.expect.filter(|e| *e != real_answer.code) {
-                wrong.push(format!("{file}: {id}: expected {expected}, the real apiserver answered {}", real_answer.compared));
+                wrong.push(format!(
+                    "{file}: {id}: expected {expected}, the real apiserver answered {}",
+                    real_answer.compared
+                ));
             }
             let mut diffs = Vec::new();
             differences("", &sim_answer.compared, &real_answer.compared, &mut diffs);
@@ -485,13 +510,19 @@ async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
 
 /// Each scenario's namespace, with its `default` ServiceAccount (pods need it upstream).
 async fn create_namespace(client: &kube::Client, name: &str) {
-    let step = Step { body: Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})), ..Step::default() };
+    let step = Step {
+        body: Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})),
+        ..Step::default()
+    };
     let none = BTreeMap::new();
     let vars = Vars { namespace: name, captured: &none };
     let answer = send(client, "POST", "/api/v1/namespaces", &step, &vars).await;
     assert!(answer.code == 201 || answer.code == 409, "namespace {name}: {answer:?}");
     let path = format!("/api/v1/namespaces/{name}/serviceaccounts/default");
-    assert!(wait_until(client, &path, &BTreeMap::from([("code".to_owned(), json!(200))]), &vars).await, "{path}");
+    assert!(
+        wait_until(client, &path, &BTreeMap::from([("code".to_owned(), json!(200))]), &vars).await,
+        "{path}"
+    );
 }
 
 /// Runs one step on one target; `None` for steps that are not compared.
@@ -536,7 +567,8 @@ async fn run(
     let mut answer = answer;
     step.ignore.iter().for_each(|p| drop_pointer(&mut answer.compared, p));
     for (name, pointer) in &step.capture {
-        let value = answer.raw.pointer(pointer).ok_or_else(|| format!("{}: no {pointer} to capture", target.name))?;
+        let value =
+            answer.raw.pointer(pointer).ok_or_else(|| format!("{}: no {pointer} to capture", target.name))?;
         let text = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
         target.captured.insert(name.clone(), text);
     }
@@ -544,7 +576,12 @@ async fn run(
 }
 
 /// Polls `path` until every condition of `until` holds (30 s at most).
-async fn wait_until(client: &kube::Client, path: &str, until: &BTreeMap<String, Value>, vars: &Vars<'_>) -> bool {
+async fn wait_until(
+    client: &kube::Client,
+    path: &str,
+    until: &BTreeMap<String, Value>,
+    vars: &Vars<'_>,
+) -> bool {
     let deadline = Instant::now() + Duration::from_secs(30);
     let step = Step::default();
     loop {

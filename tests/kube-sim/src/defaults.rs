@@ -50,8 +50,13 @@ pub fn admit_new_pod(pod: &mut Value) {
     default(spec, "tolerations", json!([]));
     for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
         let tolerations = spec["tolerations"].as_array_mut().expect("defaulted to a list");
-        if !tolerations.iter().any(|t| t["key"] == key && (t["effect"] == "NoExecute" || t["effect"].is_null())) {
-            tolerations.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        if !tolerations
+            .iter()
+            .any(|t| t["key"] == key && (t["effect"] == "NoExecute" || t["effect"].is_null()))
+        {
+            tolerations.push(
+                json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}),
+            );
         }
     }
     if spec["automountServiceAccountToken"] == json!(false) {
@@ -135,7 +140,8 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
         }
         ("", "secrets") => {
             // `stringData` is write-only: merged into `data` (base64), winning over it.
-            if let Some(Value::Object(strings)) = object.as_object_mut().and_then(|o| o.remove("stringData")) {
+            if let Some(Value::Object(strings)) = object.as_object_mut().and_then(|o| o.remove("stringData"))
+            {
                 default(object, "data", json!({}));
                 for (key, value) in strings {
                     let text = value.as_str().unwrap_or_default().as_bytes();

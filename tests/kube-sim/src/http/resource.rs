@@ -239,8 +239,7 @@ async fn handle_inner(
 
 /// `dryRun` takes only `All`; anything else is a 422 on the verb's options, as upstream.
 fn check_dry_run(verb: &str, params: &[(String, String)]) -> Result<(), ApiError> {
-    let values: Vec<&str> =
-        params.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    let values: Vec<&str> = params.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
     let writes = matches!(verb, "create" | "update" | "patch" | "delete" | "deletecollection");
     if !writes || values.iter().all(|v| *v == "All") {
         return Ok(());
@@ -267,15 +266,22 @@ fn returns_deleted_object(info: &ResourceInfo) -> bool {
         && info.group.is_empty()
         && matches!(
             info.plural.as_str(),
-            "pods" | "namespaces" | "services" | "serviceaccounts" | "podtemplates" | "resourcequotas"
-                | "persistentvolumes" | "persistentvolumeclaims"
+            "pods"
+                | "namespaces"
+                | "services"
+                | "serviceaccounts"
+                | "podtemplates"
+                | "resourcequotas"
+                | "persistentvolumes"
+                | "persistentvolumeclaims"
         )
 }
 
 /// The `Status` of a finished DELETE (upstream's `finalizeDelete`: `details.kind` is the
 /// resource).
 fn deleted_status(info: &ResourceInfo, object: &Value) -> Value {
-    let mut details = json!({"name": object["metadata"]["name"], "kind": info.plural, "uid": object["metadata"]["uid"]});
+    let mut details =
+        json!({"name": object["metadata"]["name"], "kind": info.plural, "uid": object["metadata"]["uid"]});
     if !info.group.is_empty() {
         details["group"] = json!(info.group);
     }
