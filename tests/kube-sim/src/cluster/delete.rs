@@ -48,28 +48,23 @@ impl Cluster {
                 .get(&key, ns, name)
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
             let uid = meta_str(&current, "uid");
-            let storage_error = |detail: String| {
-                let gr = info.group_resource();
-                ApiError::conflict(
-                    &info.group,
-                    &info.plural,
-                    name,
-                    &format!(
-                        "StorageError: invalid object, Code: 4, Key: /registry/{gr}/{ns}/{name}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {detail}"
-                    ),
-                )
-            };
+            // Upstream's `BeforeDelete` checks the preconditions first, naming the kind where a
+            // resource would be (`Operation cannot be fulfilled on ConfigMap "c"`).
+            let precondition_failed =
+                |detail: String| ApiError::conflict(&info.group, &info.kind, name, &detail);
             if let Some(want) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty())
                 && want != uid
             {
-                return Err(storage_error(format!("UID in precondition: {want}, UID in object meta: {uid}")));
+                return Err(precondition_failed(format!(
+                    "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+                )));
             }
             let have = meta_str(&current, "resourceVersion");
             if let Some(want) = opts.precondition_resource_version.as_deref().filter(|r| !r.is_empty())
                 && want != have
             {
-                return Err(storage_error(format!(
-                    "ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"
+                return Err(precondition_failed(format!(
+                    "the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({have}). The object might have been modified"
                 )));
             }
             let mut options = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});

@@ -306,11 +306,33 @@ fn encode_continue(rv: u64, key: &(String, String)) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
 }
 
+/// Upstream's `storage.DecodeContinue` errors, as the list answers them (400 `invalid continue
+/// token: …`); kube-sim's start key is its own (namespace and name), so its errors are generic.
 fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
-    let bad = || ApiError::bad_request(format!("continue key is not valid: {token}"));
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
-    let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    let ns = value["start"][0].as_str().ok_or_else(bad)?;
-    let name = value["start"][1].as_str().ok_or_else(bad)?;
-    Ok((ns.to_string(), name.to_string()))
+    let bad = |why: String| {
+        ApiError::bad_request(format!("invalid continue token: continue key is not valid{why}"))
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|e| {
+        // Go's `CorruptInputError` names the offset of the first byte it cannot use.
+        let offset = match e {
+            base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => at,
+            base64::DecodeError::InvalidLength(at) => at,
+            base64::DecodeError::InvalidPadding => token.len(),
+        };
+        bad(format!(": illegal base64 data at input byte {offset}"))
+    })?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        bad(format!(": {}", crate::go_json::syntax_error(&bytes).unwrap_or_else(|| e.to_string())))
+    })?;
+    match value["v"].as_str() {
+        Some("meta.k8s.io/v1") => {}
+        other => {
+            return Err(bad(format!(
+                ": server does not recognize this encoded version {}",
+                other.unwrap_or_default()
+            )));
+        }
+    }
+    let start = |i: usize| value["start"][i].as_str().map(str::to_owned).ok_or_else(|| bad(String::new()));
+    Ok((start(0)?, start(1)?))
 }

@@ -17,9 +17,13 @@ use crate::store::object_rv;
 fn patch_error(e: PatchError) -> ApiError {
     match e {
         PatchError::BadRequest(m) => ApiError::bad_request(m),
-        PatchError::Unprocessable(m) => {
-            ApiError { code: 422, reason: "Invalid".into(), message: m, details: None }
-        }
+        // Upstream wraps these in `NewGenericServerResponse(422)`, which drops the message.
+        PatchError::Unprocessable(_) => ApiError {
+            code: 422,
+            reason: "Invalid".into(),
+            message: "the server rejected our request due to an error in our request".into(),
+            details: Some(json!({})),
+        },
         PatchError::UnsupportedMediaType(m) => ApiError::unsupported_media_type(m),
     }
 }

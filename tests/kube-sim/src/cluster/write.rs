@@ -66,10 +66,13 @@ pub(super) fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> Result
     match object["kind"].as_str() {
         None | Some("") => object["kind"] = json!(info.kind),
         Some(k) if k == info.kind => {}
+        // Upstream decodes the body as its own kind, then fails to convert it (the Go packages
+        // are the version and the group's first label, `core` for the core group).
         Some(k) => {
+            let (version, kind) = (info.version.as_str(), info.kind.as_str());
+            let internal = info.group.split('.').next().filter(|g| !g.is_empty()).unwrap_or("core");
             return Err(ApiError::bad_request(format!(
-                "the kind in the data ({k}) does not match the expected kind ({})",
-                info.kind
+                "{k} in version \"{version}\" cannot be handled as a {kind}: converting ({version}.{k}) to ({internal}.{kind}): unknown conversion"
             )));
         }
     }

@@ -1,6 +1,7 @@
 //! Fake kubelet: bound pods become Running, then Ready after `pod_ready_delay`; the
 //! `kube-sim.dev/unready: "true"` annotation holds a pod unready; terminating pods are
-//! removed (DELETE with grace 0) once their scaled grace period is over.
+//! removed (DELETE with grace 0) once their scaled grace period is over. Only pods on nodes
+//! that exist: no kubelet runs the others (as kwok runs only its own nodes' pods).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +17,12 @@ use crate::store::{EventType, StoredEvent};
 
 pub(crate) struct Kubelet;
 
+fn node_of(pod: &Value) -> Option<&str> {
+    pod.pointer("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty())
+}
+
 fn bound(pod: &Value) -> bool {
-    pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+    node_of(pod).is_some()
 }
 
 /// The pod as the kubelet rule expects it. The API layer stamps `deletionTimestamp` with the
@@ -51,9 +56,13 @@ impl Reconciler for Kubelet {
         false
     }
 
-    fn keys_for(&self, _ctx: &Ctx, event: &StoredEvent) -> Vec<Key> {
+    fn keys_for(&self, ctx: &Ctx, event: &StoredEvent) -> Vec<Key> {
         if is(&event.key, "", "pods") && event.event_type != EventType::Deleted && bound(&event.object) {
             vec![key_of(&event.object)]
+        } else if is(&event.key, "", "nodes") && event.event_type == EventType::Added {
+            // A node that joins runs the pods already bound to it.
+            let node = event.object["metadata"]["name"].as_str().unwrap_or_default();
+            ctx.list("", "pods", None, &|pod| node_of(pod) == Some(node)).iter().map(key_of).collect()
         } else {
             Vec::new()
         }
@@ -66,6 +75,7 @@ impl Reconciler for Kubelet {
     fn sync<'a>(&'a self, ctx: &'a Arc<Ctx>, key: &'a Key) -> BoxFuture<'a, Recheck> {
         Box::pin(async move {
             let pod = ctx.get("", "pods", &key.0, &key.1)?;
+            ctx.get("", "nodes", "", node_of(&pod)?)?;
             let now = jiff::Timestamp::now();
             let delay = i64::try_from(ctx.behaviour.pod_ready_delay.as_millis().div_ceil(1000)).unwrap_or(1);
             let gvr = Gvr::new("", "v1", "pods");

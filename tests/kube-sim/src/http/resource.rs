@@ -65,8 +65,9 @@ fn list_options(params: &[(String, String)]) -> ListOptions {
     }
 }
 
-/// Decodes a request body by content type (JSON, YAML, protobuf).
-fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+/// Decodes a request body by content type (JSON, YAML, protobuf); `kind` is what the body must
+/// be (named in the error for malformed JSON, as upstream's `transformDecodeError`).
+fn decode_body(content_type: &str, body: &[u8], kind: &str) -> Result<Value, ApiError> {
     if body.is_empty() {
         return Ok(Value::Null);
     }
@@ -83,11 +84,38 @@ fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
             serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
         }
-        "" | "application/json" => serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))),
+        "" | "application/json" => serde_json::from_slice(body).map_err(|e| {
+            // Go's wording of the syntax error; serde's for what Go would accept (huge numbers).
+            let error = crate::go_json::syntax_error(body).unwrap_or_else(|| e.to_string());
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {error} ({})",
+                summarize(body)
+            ))
+        }),
         _ => Err(ApiError::unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         )),
+    }
+}
+
+/// The kind a subresource's POST body is.
+fn subresource_kind(subresource: &str) -> &'static str {
+    match subresource {
+        "eviction" => "Eviction",
+        "binding" => "Binding",
+        "token" => "TokenRequest",
+        _ => "Object",
+    }
+}
+
+/// Upstream's `summarizeData(body, 30)`: an object's first 30 bytes as text, anything else's
+/// in hex.
+fn summarize(body: &[u8]) -> String {
+    let (head, more) = (&body[..body.len().min(30)], if body.len() > 30 { " ..." } else { "" });
+    if body.first() == Some(&b'{') {
+        format!("{}{more}", String::from_utf8_lossy(head))
+    } else {
+        format!("{}{more}", head.iter().map(|b| format!("{b:02x}")).collect::<String>())
     }
 }
 
@@ -154,7 +182,7 @@ async fn handle_inner(
                 method: method.to_string(),
                 namespace: ns.unwrap_or_default().to_string(),
                 name: name.to_string(),
-                body: decode_body(content_type, &body)?,
+                body: decode_body(content_type, &body, subresource_kind(sub_name))?,
                 dry_run: param(params, "dryRun") == Some("All"),
             };
             let (code, value) = handler.handle(cluster, request).await?;
@@ -184,12 +212,12 @@ async fn handle_inner(
             Ok(object_response(200, &object, &info, accept, params))
         }
         ("create", None) => {
-            let object = decode_body(content_type, &body)?;
+            let object = decode_body(content_type, &body, &info.kind)?;
             let created = cluster.create(&gvr, ns, object, &write_options(params)).await?;
             Ok(respond::json(201, &created))
         }
         ("update", Some(name)) => {
-            let object = decode_body(content_type, &body)?;
+            let object = decode_body(content_type, &body, &info.kind)?;
             let updated = cluster.update(&gvr, ns, name, sub, object, &write_options(params)).await?;
             Ok(respond::json(200, &updated))
         }
@@ -204,7 +232,7 @@ async fn handle_inner(
             Ok(respond::json(if created { 201 } else { 200 }, &object))
         }
         ("delete", Some(name)) => {
-            let mut opts = DeleteOptions::from_json(&decode_body(content_type, &body)?);
+            let mut opts = DeleteOptions::from_json(&decode_body(content_type, &body, "DeleteOptions")?);
             opts.dry_run |= param(params, "dryRun") == Some("All");
             if let Some(g) = param(params, "gracePeriodSeconds").and_then(|g| g.parse().ok()) {
                 opts.grace_period_seconds = Some(g);
@@ -220,7 +248,7 @@ async fn handle_inner(
             }
         }
         ("deletecollection", None) => {
-            let mut opts = DeleteOptions::from_json(&decode_body(content_type, &body)?);
+            let mut opts = DeleteOptions::from_json(&decode_body(content_type, &body, "DeleteOptions")?);
             opts.dry_run |= param(params, "dryRun") == Some("All");
             let deleted = cluster.delete_collection(&gvr, ns, &list_options(params), &opts).await?;
             let result = crate::cluster::ListResult {

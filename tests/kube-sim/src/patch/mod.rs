@@ -3,8 +3,8 @@
 //!
 //! | Content type | Semantics | Errors |
 //! |---|---|---|
-//! | `application/json-patch+json` | RFC 6902 (`json-patch` crate) | body not a patch: 400; an operation fails, e.g. `test`: 422 `testing value <path> failed: test failed` |
-//! | `application/merge-patch+json` | RFC 7386: `null` deletes, objects merge, anything else replaces | body not a JSON object: 400 `Invalid JSON Patch` |
+//! | `application/json-patch+json` | RFC 6902 (`json-patch` crate) | body not a patch: 400 `error decoding patch: …` (Go's wording); an operation fails, e.g. `test`: 422 (upstream's generic message; the reason stays in the `PatchError`) |
+//! | `application/merge-patch+json` | RFC 7386: `null` deletes, objects merge, anything else replaces | body not a JSON object: 400 `error decoding patch: …` (Go's wording), `null`: `Invalid JSON Patch` |
 //! | `application/strategic-merge-patch+json` | built-in kinds only: lists with a `patchMergeKey` merge by it | custom resources: 415; body not an object or bad directive: 400 |
 //! | `application/apply-patch+yaml` | see "Server-side apply" below | undecodable YAML/JSON, wrong `apiVersion`/`kind`, `metadata.managedFields` set: 400 |
 //!
@@ -156,9 +156,24 @@ fn object_or_empty(original: &Value) -> Map<String, Value> {
     }
 }
 
+/// A patch body as JSON; malformed, the error in Go's wording.
+fn parse_json(body: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(body)
+        .map_err(|error| crate::go_json::syntax_error(body).unwrap_or_else(|| error.to_string()))
+}
+
 fn json_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError> {
+    // Upstream first decodes the operations strictly (fieldValidation defaults to Warn).
+    let decode_error = |e: String| bad_request(format!("error decoding patch: {e}"));
+    let parsed = parse_json(body).map_err(decode_error)?;
+    if !parsed.is_array() {
+        return Err(decode_error(format!(
+            "json: cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
+            json_type_name(&parsed)
+        )));
+    }
     let operations: json_patch::Patch =
-        serde_json::from_slice(body).map_err(|error| bad_request(error.to_string()))?;
+        serde_json::from_value(parsed).map_err(|error| bad_request(error.to_string()))?;
     if operations.0.len() > MAX_JSON_PATCH_OPERATIONS {
         return Err(bad_request(format!(
             "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
@@ -189,10 +204,17 @@ fn json_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError> {
 
 fn merge_patch(original: &Value, body: &[u8]) -> Result<Value, PatchError> {
     // evanphx/json-patch's `ErrBadJSONPatch`, which the apiserver returns as 400.
-    const INVALID: &str = "Invalid JSON Patch";
-    let patch: Value = serde_json::from_slice(body).map_err(|_| bad_request(INVALID))?;
-    let Value::Object(patch) = patch else {
-        return Err(bad_request(INVALID));
+    // Upstream first decodes it strictly into a map (fieldValidation defaults to Warn).
+    let patch = parse_json(body).map_err(|e| bad_request(format!("error decoding patch: {e}")))?;
+    let patch = match patch {
+        Value::Object(patch) => patch,
+        Value::Null => return Err(bad_request("Invalid JSON Patch")),
+        other => {
+            return Err(bad_request(format!(
+                "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                json_type_name(&other)
+            )));
+        }
     };
     check_depth(&patch)?;
     let mut patched = original.clone();
@@ -235,7 +257,7 @@ fn prune_nulls(value: Value) -> Value {
 }
 
 fn strategic_merge_patch(kind: &str, original: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let patch: Value = serde_json::from_slice(body).map_err(|error| bad_request(error.to_string()))?;
+    let patch = parse_json(body).map_err(bad_request)?;
     let patch = match patch {
         Value::Object(map) => map,
         // Go's json.Unmarshal of `null` into a map leaves it empty: a no-op patch.

@@ -96,8 +96,7 @@ impl FieldSelector {
                 return Err(format!("invalid selector: '{s}'; can't understand '{term}'"));
             };
             let value = unescape_value(raw_value)?;
-            let pointer =
-                field_pointer(plural, field).ok_or_else(|| format!("field label not supported: {field}"))?;
+            let pointer = field_pointer(plural, field).ok_or_else(|| unsupported(plural, field))?;
             requirements.push(FieldRequirement { field: field.to_string(), pointer, negated, value });
         }
         Ok(Self { requirements })
@@ -188,4 +187,27 @@ fn unescape_value(s: &str) -> Result<String, String> {
         return Err("invalid field selector: invalid escape sequence: \\".to_string());
     }
     Ok(value)
+}
+
+/// Upstream's error for a field label the resource does not support: the kinds with their own
+/// field-label conversion say so, the others (`DefaultMetaV1FieldSelectorConversion`) name the
+/// two labels every kind has.
+fn unsupported(plural: &str, field: &str) -> String {
+    const OWN_CONVERSION: [&str; 10] = [
+        "pods",
+        "nodes",
+        "replicationcontrollers",
+        "events",
+        "namespaces",
+        "secrets",
+        "services",
+        "jobs",
+        "certificatesigningrequests",
+        "resourceslices",
+    ];
+    if OWN_CONVERSION.contains(&plural) {
+        format!("field label not supported: {field}")
+    } else {
+        format!("\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")
+    }
 }

@@ -370,7 +370,9 @@ impl Parser<'_> {
             let (token, literal) = self.peek(Context::Values);
             match token {
                 Token::Identifier | Token::DoesNotExist => {
-                    requirements.push(self.parse_requirement()?);
+                    let requirement =
+                        self.parse_requirement().map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    requirements.push(requirement);
                     let (token, literal) = self.consume(Context::Values);
                     match token {
                         Token::EndOfString => return Ok(requirements),

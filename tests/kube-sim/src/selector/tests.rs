@@ -87,7 +87,7 @@ fn label_selector_regex_error_text_matches_upstream() {
     let err = LabelSelector::parse("a=-b").err().unwrap_or_default();
     assert_eq!(
         err,
-        "values[0]: Invalid value: \"-b\": a valid label must be an empty string or consist of \
+        "unable to parse requirement: values[0]: Invalid value: \"-b\": a valid label must be an empty string or consist of \
          alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric \
          character (e.g. 'MyValue', or 'my_value', or '12345', regex used for validation is \
          '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
@@ -244,7 +244,11 @@ fn field_selector_escapes_and_required_value() {
 fn field_selector_errors() {
     let cases: &[(&str, &str, &str)] = &[
         ("pods", "spec.foo=x", "field label not supported: spec.foo"),
-        ("configmaps", "spec.nodeName=x", "field label not supported: spec.nodeName"),
+        (
+            "configmaps",
+            "spec.nodeName=x",
+            "\"spec.nodeName\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+        ),
         ("nodes", "status.phase=x", "field label not supported: status.phase"),
         ("pods", "spec.nodeName", "invalid selector: 'spec.nodeName'; can't understand 'spec.nodeName'"),
         ("pods", "spec.nodeName=a=b", "invalid field selector: unescaped character in value: 61"),

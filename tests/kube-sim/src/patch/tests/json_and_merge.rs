@@ -213,12 +213,30 @@ fn merge_patch_handles_the_bodies_kubectl_sends() {
 
 #[test]
 fn merge_patch_rejects_bodies_that_are_not_json_objects() {
-    let invalid = || Want::Error(PatchError::BadRequest("Invalid JSON Patch".into()));
+    // Upstream's wording (v1.35): the strict decoding into a map, then evanphx's `ErrBadJSONPatch`.
+    let invalid = |m: &str| Want::Error(PatchError::BadRequest(m.into()));
+    let not_a_map = |t: &str| {
+        invalid(&format!(
+            "error decoding patch: json: cannot unmarshal {t} into Go value of type map[string]interface {{}}"
+        ))
+    };
     run(vec![
-        Case::builtin("syntax error", deployment(), PatchType::Merge, "{bad", invalid()),
-        Case::builtin("null", deployment(), PatchType::Merge, "null", invalid()),
-        Case::builtin("array", deployment(), PatchType::Merge, "[1]", invalid()),
-        Case::builtin("number", deployment(), PatchType::Merge, "5", invalid()),
-        Case::builtin("empty body", deployment(), PatchType::Merge, "", invalid()),
+        Case::builtin(
+            "syntax error",
+            deployment(),
+            PatchType::Merge,
+            "{bad",
+            invalid("error decoding patch: invalid character 'b' looking for beginning of object key string"),
+        ),
+        Case::builtin("null", deployment(), PatchType::Merge, "null", invalid("Invalid JSON Patch")),
+        Case::builtin("array", deployment(), PatchType::Merge, "[1]", not_a_map("array")),
+        Case::builtin("number", deployment(), PatchType::Merge, "5", not_a_map("number")),
+        Case::builtin(
+            "empty body",
+            deployment(),
+            PatchType::Merge,
+            "",
+            invalid("error decoding patch: unexpected end of JSON input"),
+        ),
     ]);
 }
