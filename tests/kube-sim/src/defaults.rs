@@ -114,7 +114,10 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             if plural != "daemonsets" {
                 default(spec, "replicas", json!(1));
             }
-            default(spec, "revisionHistoryLimit", json!(10));
+            // ReplicaSets have no such field.
+            if plural != "replicasets" {
+                default(spec, "revisionHistoryLimit", json!(10));
+            }
             if plural == "deployments" {
                 default(spec, "progressDeadlineSeconds", json!(600));
                 default(
@@ -125,6 +128,15 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             }
             if let Some(tspec) = spec.get_mut("template").and_then(|t| t.get_mut("spec")) {
                 pod_spec(tspec);
+            }
+        }
+        ("autoscaling", "horizontalpodautoscalers") => {
+            let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) else { return };
+            default(spec, "minReplicas", json!(1));
+            // `DefaultCPUUtilization`: no metric means 80 % CPU.
+            if spec["metrics"].as_array().is_none_or(Vec::is_empty) {
+                spec["metrics"] = json!([{"type": "Resource",
+                    "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]);
             }
         }
         ("", "namespaces") => {

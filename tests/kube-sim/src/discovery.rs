@@ -13,6 +13,11 @@ pub const AGGREGATED_CONTENT_TYPE: &str =
 
 const VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
+/// What a resource serves: the access reviews only `create`.
+fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
+    if r.create_only { &["create"] } else { VERBS }
+}
+
 /// `/version`: minor "32" makes the kubectl dispatcher run its built-in 1.32.
 pub fn version() -> Value {
     json!({"major": "1", "minor": "32", "gitVersion": "v1.32.0-kube-sim", "gitCommit": "0000000000000000000000000000000000000000",
@@ -35,7 +40,7 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         "responseKind": response_kind(&r.group, &r.version, &r.kind),
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": VERBS,
+        "verbs": verbs(r),
     });
     if !r.short_names.is_empty() {
         entry["shortNames"] = json!(r.short_names);
@@ -152,7 +157,7 @@ pub fn resource_list(all: &[Arc<ResourceInfo>], group: &str, version: &str) -> O
     let mut resources = Vec::new();
     for r in rs {
         let mut entry = json!({"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
-            "kind": r.kind, "verbs": VERBS});
+            "kind": r.kind, "verbs": verbs(r)});
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }

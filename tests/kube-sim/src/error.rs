@@ -168,7 +168,8 @@ impl ApiError {
         Self::new(400, "BadRequest", message.into(), None)
     }
     /// 405 MethodNotAllowed.
-    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+    pub fn method_not_allowed() -> Self {
+        let message = "the server does not allow this method on the requested resource";
         Self::new(405, "MethodNotAllowed", message.into(), Some(json!({})))
     }
     /// 415 UnsupportedMediaType.

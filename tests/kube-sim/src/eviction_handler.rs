@@ -77,10 +77,7 @@ impl SubresourceHandler for EvictionHandler {
     fn handle<'a>(&'a self, cluster: &'a Cluster, request: SubresourceRequest) -> BoxFuture<'a, Answer> {
         Box::pin(async move {
             if request.method != "POST" {
-                return Err(ApiError::method_not_allowed(format!(
-                    "the server does not allow this method on the requested resource ({} pods/eviction)",
-                    request.method
-                )));
+                return Err(ApiError::method_not_allowed());
             }
             let ns = request.namespace.clone();
             let decoded = decode_eviction(&request.body, &ns).map_err(|r| r.to_api_error())?;

@@ -37,7 +37,7 @@ pub struct RequestRecord {
     pub accept: String,
     /// `Content-Type` header.
     pub content_type: String,
-    /// The authenticated username (`kube-sim-admin`, `system:serviceaccount:NS:NAME`,
+    /// The authenticated username (`admin`, `system:serviceaccount:NS:NAME`,
     /// `system:anonymous`); `""` when authentication failed (401).
     pub user: String,
     /// HTTP answer code.

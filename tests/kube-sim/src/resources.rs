@@ -66,6 +66,8 @@ pub struct ResourceInfo {
     pub tracks_generation: bool,
     /// Subresources served by registered handlers.
     pub extra_subresources: Vec<ExtraSubresource>,
+    /// Only `create`, never stored: the access reviews, answered by the authorizer.
+    pub create_only: bool,
 }
 
 impl ResourceInfo {
@@ -155,7 +157,7 @@ const BUILTINS: &[Builtin] = &[
         "HorizontalPodAutoscaler",
         true,
         &["hpa"],
-        (true, false, true, true),
+        (true, false, true, false),
     ),
     b("coordination.k8s.io/v1", "leases", "Lease", true, &[], (false, false, false, false)),
     b("events.k8s.io/v1", "events", "Event", true, &["ev"], (false, false, false, false)),
@@ -230,7 +232,30 @@ fn builtin_info(bi: &Builtin) -> ResourceInfo {
         allow_unconditional_update: bi.plural != "poddisruptionbudgets",
         tracks_generation: bi.generation,
         extra_subresources: Vec::new(),
+        create_only: false,
     }
+}
+
+/// `authorization.k8s.io/v1`: the access reviews kubectl's `auth can-i` creates.
+const REVIEWS: &[(&str, &str, bool)] = &[
+    ("localsubjectaccessreviews", "LocalSubjectAccessReview", true),
+    ("selfsubjectaccessreviews", "SelfSubjectAccessReview", false),
+    ("subjectaccessreviews", "SubjectAccessReview", false),
+];
+
+fn review_info((plural, kind, namespaced): &(&'static str, &'static str, bool)) -> ResourceInfo {
+    let review = Builtin {
+        gv: "authorization.k8s.io/v1",
+        plural,
+        kind,
+        namespaced: *namespaced,
+        short: &[],
+        status: false,
+        scale: false,
+        all: false,
+        generation: false,
+    };
+    ResourceInfo { create_only: true, ..builtin_info(&review) }
 }
 
 /// The set of served resources; CRDs add and remove entries at run time.
@@ -241,7 +266,8 @@ pub struct Catalogue {
 
 impl Default for Catalogue {
     fn default() -> Self {
-        Self { entries: RwLock::new(BUILTINS.iter().map(|b| Arc::new(builtin_info(b))).collect()) }
+        let builtins = BUILTINS.iter().map(builtin_info).chain(REVIEWS.iter().map(review_info));
+        Self { entries: RwLock::new(builtins.map(Arc::new).collect()) }
     }
 }
 
@@ -340,6 +366,7 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
             allow_unconditional_update: true,
             tracks_generation: true,
             extra_subresources: Vec::new(),
+            create_only: false,
         });
     }
     out

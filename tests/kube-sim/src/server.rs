@@ -167,7 +167,7 @@ impl Server {
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
     }
-    /// The bearer token in the kubeconfig: user `kube-sim-admin` in `system:masters`, allowed
+    /// The bearer token in the kubeconfig: user `admin` in `system:masters`, allowed
     /// everything.
     pub fn token(&self) -> &str {
         &self.token

@@ -61,7 +61,7 @@ async fn pods_beyond_capacity_stay_pending_until_uncordon_makes_room() {
     assert_eq!(condition["status"], "False");
     assert_eq!(
         condition["message"],
-        "0/2 nodes are available: 1 Too many pods, 1 node(s) were unschedulable. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+        "0/2 nodes are available: 1 Too many pods, 1 node(s) were unschedulable. no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     );
     let run = sim
         .kubectl(&["get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}/{.status.replicas}"])

@@ -65,8 +65,14 @@ async fn a_review_names_the_service_account_that_made_the_request() {
     let account = sim.get("v1", "serviceaccounts", Some("prod"), "drainer");
     let calls = hook.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
+    let mut user = calls[0].review["request"]["userInfo"].clone();
+    // A bound token's id, as upstream's token authenticator adds it: `JTI=<uuid>`.
+    let credential =
+        user["extra"]["authentication.kubernetes.io/credential-id"][0].as_str().unwrap_or_default();
+    assert!(credential.strip_prefix("JTI=").is_some_and(|id| id.len() == 36), "{user}");
+    user.as_object_mut().map(|u| u.remove("extra"));
     assert_eq!(
-        calls[0].review["request"]["userInfo"],
+        user,
         json!({
             "username": "system:serviceaccount:prod:drainer",
             "uid": account["metadata"]["uid"],
@@ -99,7 +105,7 @@ async fn drain_sends_the_eviction_review_of_the_spec_example() {
     assert_eq!(uid.len(), 36, "a fresh UUID per call: {uid}");
     assert_eq!(
         review["request"]["userInfo"],
-        json!({"username": "kube-sim-admin", "groups": ["system:masters", "system:authenticated"]}),
+        json!({"username": "admin", "uid": "admin", "groups": ["system:masters", "system:authenticated"]}),
         "the requester is the authenticated user of the eviction (kubectl's admin kubeconfig)"
     );
     // The spec's example was taken with another requester; everything else must match.

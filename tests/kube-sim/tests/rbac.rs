@@ -102,9 +102,7 @@ async fn a_service_account_can_do_nothing_until_a_role_is_bound() {
         .map(|r| (r.namespace.clone(), r.code))
         .collect();
     assert_eq!(bot_lists, [(NS.to_string(), 403), (NS.to_string(), 200), ("other".to_string(), 403)]);
-    assert!(
-        records.iter().any(|r| r.user == "kube-sim-admin" && r.verb == "create" && r.resource == "roles")
-    );
+    assert!(records.iter().any(|r| r.user == "admin" && r.verb == "create" && r.resource == "roles"));
     let via_http = debug_requests_as_anonymous(&sim).await;
     assert!(via_http.contains(&format!("\"user\":\"{SA_USER}\"")), "{via_http}");
 }

@@ -9,11 +9,15 @@
 //! * [`forbidden`]: the 401/403 `Status` bodies with the apiserver's messages.
 //! * [`bootstrap`]: the upstream default ClusterRoles/Bindings that make discovery work.
 //! * [`token_request`]: the `serviceaccounts/token` subresource (TokenRequest).
+//! * [`access_review`]: SelfSubjectAccessReview, SubjectAccessReview, LocalSubjectAccessReview.
+//! * [`impersonation`]: `Impersonate-User`/`-Group`/`-Uid` (kubectl's `--as`).
 
+pub mod access_review;
 pub mod attributes;
 pub mod authenticator;
 pub mod bootstrap;
 pub mod forbidden;
+pub mod impersonation;
 pub(crate) mod protobuf_bodies;
 pub mod rbac;
 pub mod token_request;
@@ -27,8 +31,9 @@ pub use authenticator::Authenticator;
 pub use rbac::{Decision, RbacObjects, authorize};
 pub use tokens::TokenRegistry;
 
-/// The admin identity of the kubeconfig written at start.
-pub const ADMIN_USER: &str = "kube-sim-admin";
+/// The admin identity of the kubeconfig written at start (named as the real control plane of
+/// `tests/cluster` names its admin, so both answer alike).
+pub const ADMIN_USER: &str = "admin";
 /// The group every request from it is allowed by (upstream's privileged group).
 pub const MASTERS_GROUP: &str = "system:masters";
 /// Added to every authenticated user.
@@ -41,14 +46,16 @@ pub const ANONYMOUS_USER: &str = "system:anonymous";
 pub const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
 
 /// Who made a request (`user.Info`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserInfo {
-    /// `system:serviceaccount:ns:name`, `kube-sim-admin`, `system:anonymous`.
+    /// `system:serviceaccount:ns:name`, `admin`, `system:anonymous`.
     pub username: String,
     /// The ServiceAccount's uid; empty for the others.
     pub uid: String,
     /// Groups, `system:authenticated` included for authenticated users.
     pub groups: Vec<String>,
+    /// Extra attributes (a bound ServiceAccount token's `authentication.kubernetes.io/credential-id`).
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
@@ -56,8 +63,10 @@ impl UserInfo {
     pub fn admin() -> Self {
         Self {
             username: ADMIN_USER.to_string(),
-            uid: String::new(),
+            // A static-token user's uid is its name (tests/cluster's token file does the same).
+            uid: ADMIN_USER.to_string(),
             groups: vec![MASTERS_GROUP.to_string(), AUTHENTICATED_GROUP.to_string()],
+            extra: Default::default(),
         }
     }
 
@@ -67,6 +76,7 @@ impl UserInfo {
             username: ANONYMOUS_USER.to_string(),
             uid: String::new(),
             groups: vec![UNAUTHENTICATED_GROUP.to_string()],
+            extra: Default::default(),
         }
     }
 
@@ -80,6 +90,7 @@ impl UserInfo {
                 format!("{SERVICE_ACCOUNTS_GROUP}:{namespace}"),
                 AUTHENTICATED_GROUP.to_string(),
             ],
+            extra: Default::default(),
         }
     }
 
@@ -90,6 +101,7 @@ impl UserInfo {
             username: CONTROLLER_MANAGER_USER.to_string(),
             uid: String::new(),
             groups: vec![AUTHENTICATED_GROUP.to_string()],
+            extra: Default::default(),
         }
     }
 
@@ -107,6 +119,9 @@ impl UserInfo {
         }
         if !self.groups.is_empty() {
             info["groups"] = self.groups.clone().into();
+        }
+        if !self.extra.is_empty() {
+            info["extra"] = serde_json::json!(self.extra);
         }
         info
     }

@@ -103,6 +103,7 @@ fn user(name: &str, groups: &[&str]) -> UserInfo {
         username: name.into(),
         uid: String::new(),
         groups: groups.iter().map(|g| g.to_string()).collect(),
+        ..UserInfo::default()
     }
 }
 

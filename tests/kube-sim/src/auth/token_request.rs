@@ -141,10 +141,7 @@ impl SubresourceHandler for TokenRequestHandler {
     ) -> BoxFuture<'a, Result<(u16, Value), ApiError>> {
         Box::pin(async move {
             if request.method != "POST" {
-                return Err(ApiError::method_not_allowed(format!(
-                    "the server does not allow this method on the requested resource ({})",
-                    request.method
-                )));
+                return Err(ApiError::method_not_allowed());
             }
             self.create(cluster, &request)
         })

@@ -19,6 +19,8 @@ pub struct IssuedToken {
     pub uid: String,
     /// Expiry; None = never (tokens for kubeconfigs written by kube-sim itself).
     pub expires: Option<jiff::Timestamp>,
+    /// The token's id (a bound token's `jti` claim).
+    pub jti: String,
 }
 
 /// Every ServiceAccount token issued by this server.
@@ -49,7 +51,9 @@ impl TokenRegistry {
     /// Issues a new token for the ServiceAccount `namespace/name` with uid `uid`.
     pub fn issue(&self, namespace: &str, name: &str, uid: &str, expires: Option<jiff::Timestamp>) -> String {
         let token = format!("kube-sim-sa.{}", uuid::Uuid::new_v4().simple());
-        let issued = IssuedToken { namespace: namespace.into(), name: name.into(), uid: uid.into(), expires };
+        let jti = uuid::Uuid::new_v4().to_string();
+        let issued =
+            IssuedToken { namespace: namespace.into(), name: name.into(), uid: uid.into(), expires, jti };
         self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(token.clone(), issued);
         token
     }
@@ -73,6 +77,10 @@ impl TokenRegistry {
         if meta["uid"].as_str() != Some(issued.uid.as_str()) || meta["deletionTimestamp"].is_string() {
             return Err(revoked());
         }
-        Ok(UserInfo::service_account(&issued.namespace, &issued.name, &issued.uid))
+        // What upstream's ServiceAccount token authenticator adds for a bound token.
+        let mut user = UserInfo::service_account(&issued.namespace, &issued.name, &issued.uid);
+        user.extra
+            .insert("authentication.kubernetes.io/credential-id".into(), vec![format!("JTI={}", issued.jti)]);
+        Ok(user)
     }
 }

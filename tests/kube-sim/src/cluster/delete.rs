@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::Cluster;
 use super::hooks::{AdmissionRequest, Operation};
 use super::options::{DeleteOptions, DeleteOutcome, Gvr};
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::meta::{meta_mut, meta_str, now_rfc3339};
 use crate::resources::ResourceInfo;
 use crate::store::{Mutation, object_rv};
@@ -48,7 +48,26 @@ impl Cluster {
                 .get(&key, ns, name)
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
             let uid = meta_str(&current, "uid");
-            // Upstream's `BeforeDelete` checks the preconditions first, naming the kind where a
+            // Upstream's `BeforeDelete` validates the options once the object is found.
+            if let Some(policy) = opts
+                .propagation_policy
+                .as_deref()
+                .filter(|p| !["Foreground", "Background", "Orphan"].contains(p))
+            {
+                let error = FieldError::not_supported(
+                    "propagationPolicy",
+                    policy,
+                    &["Foreground", "Background", "Orphan", "nil"],
+                );
+                return Err(ApiError::invalid(
+                    "DeleteOptions.meta.k8s.io",
+                    "meta.k8s.io",
+                    "DeleteOptions",
+                    "",
+                    &[error],
+                ));
+            }
+            // It checks the preconditions first, naming the kind where a
             // resource would be (`Operation cannot be fulfilled on ConfigMap "c"`).
             let precondition_failed =
                 |detail: String| ApiError::conflict(&info.group, &info.kind, name, &detail);

@@ -231,12 +231,25 @@ impl Cluster {
         let namespace = namespace.filter(|ns| !ns.is_empty() && info.namespaced);
         let (labels, fields) =
             parse_selectors(&info, opts.label_selector.as_deref(), opts.field_selector.as_deref())?;
+        let resource_version = opts.resource_version.as_deref().unwrap_or_default();
         if opts.resource_version_match.as_deref().is_some_and(|m| !m.is_empty())
-            && opts.resource_version.as_deref().unwrap_or_default().is_empty()
+            && resource_version.is_empty()
         {
-            return Err(ApiError::bad_request(
+            let error = crate::error::FieldError::forbidden(
+                "resourceVersionMatch",
                 "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            );
+            return Err(ApiError::invalid(
+                "ListOptions.meta.k8s.io",
+                "meta.k8s.io",
+                "ListOptions",
+                "",
+                &[error],
             ));
+        }
+        if !resource_version.is_empty() {
+            parse_resource_version(resource_version)
+                .map_err(|e| ApiError::bad_request(format!("invalid resource version: {e}")))?;
         }
         let start_after = match opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
             Some(token) => Some(decode_continue(token)?),
@@ -299,6 +312,18 @@ pub(crate) fn selectors_match(
     object: &Value,
 ) -> bool {
     labels.is_none_or(|l| l.matches_object(object)) && fields.is_none_or(|f| f.matches_object(object))
+}
+
+/// A `resourceVersion` parameter as the storage layer reads it, with its error worded as
+/// upstream's (`resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`).
+pub(crate) fn parse_resource_version(rv: &str) -> Result<u64, String> {
+    rv.parse().map_err(|e: std::num::ParseIntError| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow => "value out of range",
+            _ => "invalid syntax",
+        };
+        format!("resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: {why}")
+    })
 }
 
 fn encode_continue(rv: u64, key: &(String, String)) -> String {

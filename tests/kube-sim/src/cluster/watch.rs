@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::Stream;
 use futures::future::BoxFuture;
@@ -93,9 +94,18 @@ struct State {
     notify: tokio::sync::watch::Receiver<u64>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     deadline: Instant,
-    bookmarks: bool,
-    next_bookmark: Instant,
+    /// When the next bookmark is due; `None` without `allowWatchBookmarks` or when none fits
+    /// before the deadline.
+    next_bookmark: Option<Instant>,
     done: bool,
+}
+
+/// The cacher's `nextBookmarkTime`: every `interval`, and one 2 s before the deadline; none
+/// when that time has passed (a watch of 1 s gets none).
+fn next_bookmark_after(now: Instant, interval: Duration, deadline: Instant) -> Option<Instant> {
+    let heartbeat = now + interval;
+    let at = deadline.checked_sub(Duration::from_secs(2)).map_or(heartbeat, |pre| pre.min(heartbeat));
+    (at > now).then_some(at)
 }
 
 /// A stream of watch events; ends at the timeout, on shutdown or after an ERROR event.
@@ -116,8 +126,9 @@ impl Stream for WatchStream {
     }
 }
 
+/// A watch from a version the storage cannot read is a 500 upstream (no reason).
 fn parse_rv(rv: &str) -> Result<u64, ApiError> {
-    rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))
+    super::parse_resource_version(rv).map_err(ApiError::plain_internal)
 }
 
 impl State {
@@ -199,23 +210,18 @@ impl State {
                     }
                 }
                 Ok(_) => {
-                    let bookmark_at = if self.bookmarks { self.next_bookmark } else { self.deadline };
+                    let bookmark_at = self.next_bookmark.unwrap_or(self.deadline);
                     tokio::select! {
                         changed = self.notify.changed() => {
                             if changed.is_err() { self.done = true; }
                         }
                         _ = self.shutdown.changed() => { self.done = true; }
-                        _ = tokio::time::sleep_until(self.deadline) => {
-                            if self.bookmarks {
-                                let bookmark = self.bookmark(false);
-                                self.pending.push_back(bookmark);
-                            }
-                            self.done = true;
-                        }
-                        _ = tokio::time::sleep_until(bookmark_at), if self.bookmarks => {
+                        _ = tokio::time::sleep_until(self.deadline) => { self.done = true; }
+                        _ = tokio::time::sleep_until(bookmark_at), if self.next_bookmark.is_some() => {
                             let bookmark = self.bookmark(false);
                             self.pending.push_back(bookmark);
-                            self.next_bookmark = Instant::now() + self.cluster.config().bookmark_interval;
+                            let interval = self.cluster.config().bookmark_interval;
+                            self.next_bookmark = next_bookmark_after(Instant::now(), interval, self.deadline);
                         }
                     }
                 }
@@ -252,8 +258,10 @@ impl Cluster {
             notify: self.store().subscribe(),
             shutdown: self.inner.shutdown.subscribe(),
             deadline: now + timeout,
-            bookmarks: opts.allow_bookmarks || opts.send_initial_events,
-            next_bookmark: now + self.config().bookmark_interval,
+            next_bookmark: opts
+                .allow_bookmarks
+                .then(|| next_bookmark_after(now, self.config().bookmark_interval, now + timeout))
+                .flatten(),
             done: false,
         };
         if start.is_none() || opts.send_initial_events {
@@ -264,7 +272,8 @@ impl Cluster {
                 let object = Cluster::served_form(&info, item);
                 state.pending.push_back(WatchEvent::new(WatchEventType::Added, object));
             }
-            if opts.send_initial_events {
+            // The bookmark that ends them is a bookmark: sent only to who allows bookmarks.
+            if opts.send_initial_events && opts.allow_bookmarks {
                 let bookmark = state.bookmark(true);
                 state.pending.push_back(bookmark);
             }

@@ -99,6 +99,10 @@ fn initial_status(info: &ResourceInfo) -> Option<Value> {
         ("", "pods") => Some(json!({"phase": "Pending"})),
         ("", "namespaces") => Some(json!({"phase": "Active"})),
         ("apps", "deployments") => Some(json!({})),
+        // The zero status upstream writes (its slice and counter are not `omitempty`).
+        ("autoscaling", "horizontalpodautoscalers") => {
+            Some(json!({"currentMetrics": null, "desiredReplicas": 0}))
+        }
         ("policy", "poddisruptionbudgets") => Some(
             json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
         ),
@@ -120,6 +124,10 @@ fn generation_changes(info: &ResourceInfo, old: &Value, new: &Value) -> bool {
     }
     if info.plural == "deployments" && old["metadata"]["annotations"] != new["metadata"]["annotations"] {
         return true;
+    }
+    // Webhook configurations have no spec: their webhooks are it.
+    if info.group == "admissionregistration.k8s.io" {
+        return old["webhooks"] != new["webhooks"];
     }
     old["spec"] != new["spec"]
 }
@@ -508,6 +516,12 @@ impl Cluster {
                 None => meta.remove(f),
             };
         }
+        // Webhooks see what the request addresses: a `/scale` update is an update of a Scale.
+        let scale_paths = info.scale.as_ref().filter(|_| target == Target::Scale);
+        let as_admitted = |object: &Value| match scale_paths {
+            Some(paths) => to_scale(paths, object),
+            None => object.clone(),
+        };
         let request = AdmissionRequest {
             resource: info.clone(),
             subresource: target.name(),
@@ -515,11 +529,18 @@ impl Cluster {
             namespace: meta_str(current, "namespace").to_string(),
             name: meta_str(current, "name").to_string(),
             object: None,
-            old_object: Some((**current).clone()),
+            old_object: Some(as_admitted(current)),
             dry_run: opts.dry_run,
             options: Self::options_json(opts, "UpdateOptions"),
         };
-        self.admit(request.clone(), &mut new, opts.skip_admission).await?;
+        match scale_paths {
+            Some(paths) => {
+                let mut scale = to_scale(paths, &new);
+                self.admit(request.clone(), &mut scale, opts.skip_admission).await?;
+                new = apply_scale(paths, &new, &scale);
+            }
+            None => self.admit(request.clone(), &mut new, opts.skip_admission).await?,
+        }
         // Only the main resource (and scale) bumps it: no status strategy does.
         if info.tracks_generation
             && !matches!(target, Target::Status)
@@ -530,7 +551,7 @@ impl Cluster {
         }
         crate::validation::validate(info, &new, Some(current))?;
         let mut validating = request;
-        validating.object = Some(new.clone());
+        validating.object = Some(as_admitted(&new));
         self.admit_validate(validating, opts.skip_admission).await?;
         if new == **current {
             return Ok(Attempt::Done(current.clone()));
@@ -543,6 +564,8 @@ impl Cluster {
         let finalized = !new["metadata"]["deletionTimestamp"].is_null()
             && new["metadata"]["finalizers"].as_array().is_none_or(|f| f.is_empty())
             && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0;
+        // Upstream answers such an update with the object of the request, not the stored one.
+        let answer = finalized.then(|| Arc::new(new.clone()));
         let mutation = if finalized {
             Mutation::Delete {
                 key: info.storage_key(),
@@ -556,7 +579,7 @@ impl Cluster {
         match self.store().commit(mutation) {
             Ok(stored) => {
                 self.after_write(info, &stored, finalized);
-                Ok(Attempt::Done(stored))
+                Ok(Attempt::Done(answer.unwrap_or(stored)))
             }
             Err(CommitError::Conflict) => Ok(Attempt::Retry),
             Err(CommitError::NotFound) => {

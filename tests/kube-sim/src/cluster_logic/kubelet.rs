@@ -32,7 +32,7 @@ fn condition(kind: &str, status: bool, since: &str) -> Value {
 fn running_status(pod: &Value, ready: bool, now: Timestamp) -> Value {
     let now_text = format_time(now);
     let started = pod.pointer("/status/startTime").and_then(Value::as_str).unwrap_or(&now_text).to_string();
-    let mut conditions: Vec<Value> = pod
+    let others: Vec<Value> = pod
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .cloned()
@@ -51,14 +51,18 @@ fn running_status(pod: &Value, ready: bool, now: Timestamp) -> Value {
             .and_then(|c| c["lastTransitionTime"].as_str().map(String::from))
             .unwrap_or_else(|| now_text.clone())
     };
-    for (kind, status) in [
+    // The kubelet's own conditions first, then the others (PodScheduled, ...), as a kubelet
+    // writes them.
+    let mut conditions: Vec<Value> = [
         ("PodReadyToStartContainers", true),
         ("Initialized", true),
         ("Ready", ready),
         ("ContainersReady", ready),
-    ] {
-        conditions.push(condition(kind, status, &keep_time(kind, status)));
-    }
+    ]
+    .into_iter()
+    .map(|(kind, status)| condition(kind, status, &keep_time(kind, status)))
+    .collect();
+    conditions.extend(others);
     let containers = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
     let statuses: Vec<Value> = containers
         .iter()

@@ -209,6 +209,13 @@ pub fn replica_set_status(rs: &Value, pods: &[Value], now: Timestamp) -> Value {
     let template_labels = rs.pointer("/spec/template/metadata/labels").cloned().unwrap_or_else(|| json!({}));
     let labelled = LabelSelector::from_api(&json!({"matchLabels": template_labels})).unwrap_or_default();
     let min_ready = int_at(rs, "/spec/minReadySeconds", 0);
+    // v1.35 counts the pods still terminating (`terminatingReplicas`, a pointer: 0 is written).
+    let terminating = pods
+        .iter()
+        .filter(|p| {
+            is_controlled_by(p, rs) && is_terminating(p) && !matches!(pod_phase(p), "Succeeded" | "Failed")
+        })
+        .count();
     let mut status = json!({
         "replicas": active.len(),
         "fullyLabeledReplicas": active.iter().filter(|p| labelled.matches_object(p)).count(),
@@ -216,6 +223,11 @@ pub fn replica_set_status(rs: &Value, pods: &[Value], now: Timestamp) -> Value {
         "availableReplicas": active.iter().filter(|p| is_pod_available(p, min_ready, now)).count(),
         "observedGeneration": int_at(rs, "/metadata/generation", 0),
     });
+    // The other counters are `omitempty`, `replicas` is not.
+    if let Some(map) = status.as_object_mut() {
+        map.retain(|k, v| k == "replicas" || *v != json!(0));
+    }
+    status["terminatingReplicas"] = json!(terminating);
     if let Some(conditions) =
         rs.pointer("/status/conditions").filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
     {

@@ -145,6 +145,11 @@ fn pods_are_built_from_the_template_and_status_counts_them() {
     assert_eq!(
         replica_set_status(&slow, &pods, ts(NOW)),
         json!({"replicas": 3, "fullyLabeledReplicas": 2,
-        "readyReplicas": 2, "availableReplicas": 1, "observedGeneration": 3})
+        "readyReplicas": 2, "availableReplicas": 1, "observedGeneration": 3, "terminatingReplicas": 1})
+    );
+    // Zero counters are omitted (`replicas` and `terminatingReplicas` are always written).
+    assert_eq!(
+        replica_set_status(&rs, &[], ts(NOW)),
+        json!({"replicas": 0, "observedGeneration": 3, "terminatingReplicas": 0})
     );
 }

@@ -204,8 +204,9 @@ pub fn schedule(pod: &Value, nodes: &[Value], pods: &[Value], default_capacity: 
     }
 }
 
-/// upstream `FitError.Error()` with DefaultPreemption's PostFilter message:
-/// `0/N nodes are available: <count reason, ...>. preemption: 0/N nodes are available: <...>.`
+/// upstream `FitError.Error()` with the PostFilter messages of DynamicResources and DefaultPreemption
+/// (v1.35): `0/N nodes are available: <count reason, ...>. no new claims to deallocate,
+/// preemption: 0/N nodes are available: <...>.`
 /// Reasons are `"<count> <reason>"` strings sorted as strings, as upstream.
 pub fn fit_error_message(node_count: usize, misfits: &[Misfit]) -> String {
     let histogram = |reason: fn(Misfit) -> &'static str| {
@@ -221,20 +222,22 @@ pub fn fit_error_message(node_count: usize, misfits: &[Misfit]) -> String {
         lines.join(", ")
     };
     format!(
-        "0/{node_count} nodes are available: {}. preemption: 0/{node_count} nodes are available: {}.",
+        "0/{node_count} nodes are available: {}. no new claims to deallocate, preemption: 0/{node_count} nodes are available: {}.",
         histogram(Misfit::reason),
         histogram(Misfit::preemption_reason)
     )
 }
 
-/// The pod condition to set: `PodScheduled=True` on bind, `False/Unschedulable` otherwise.
-pub fn pod_scheduled_condition(scheduling: &Scheduling, now: Timestamp) -> Value {
+/// The pod condition to set: `PodScheduled=True` on bind, `False/Unschedulable` otherwise,
+/// which v1.35's scheduler marks with the pod's `generation` (the bind leaves it out).
+pub fn pod_scheduled_condition(scheduling: &Scheduling, generation: i64, now: Timestamp) -> Value {
     match scheduling {
         Scheduling::Bind(_) => {
             json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": format_time(now)})
         }
         Scheduling::Unschedulable(message) => json!({"type": "PodScheduled", "status": "False",
-            "lastProbeTime": null, "lastTransitionTime": format_time(now), "reason": "Unschedulable", "message": message}),
+            "observedGeneration": generation, "lastProbeTime": null, "lastTransitionTime": format_time(now),
+            "reason": "Unschedulable", "message": message}),
     }
 }
 

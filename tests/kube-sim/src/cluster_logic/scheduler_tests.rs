@@ -61,12 +61,16 @@ fn the_unschedulable_message_has_the_upstream_shape() {
         .map(|(i, n)| bound(&format!("p{i}"), n))
         .collect();
     let decision = schedule(&pending_pod(), &nodes, &pods, 110);
-    let expected = "0/3 nodes are available: 1 node(s) were unschedulable, 2 Too many pods. preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.";
+    let expected = "0/3 nodes are available: 1 node(s) were unschedulable, 2 Too many pods. no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod.";
     assert_eq!(decision, Scheduling::Unschedulable(expected.into()));
-    let condition = pod_scheduled_condition(&decision, ts("2026-01-01T00:00:00Z"));
+    let condition = pod_scheduled_condition(&decision, 3, ts("2026-01-01T00:00:00Z"));
     assert_eq!(
-        (condition["status"].as_str(), condition["reason"].as_str()),
-        (Some("False"), Some("Unschedulable"))
+        (
+            condition["status"].as_str(),
+            condition["reason"].as_str(),
+            condition["observedGeneration"].as_i64()
+        ),
+        (Some("False"), Some("Unschedulable"), Some(3))
     );
     assert_eq!(condition["message"], expected);
     assert_eq!(

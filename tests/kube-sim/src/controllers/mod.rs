@@ -155,24 +155,35 @@ impl Drop for BehaviourHandle {
     }
 }
 
-/// The node object kube-sim creates for `name`.
+/// The node object kube-sim creates for `name`: what the real control plane of `tests/cluster`
+/// has — the node its harness creates for kwok, as kwok's `node-initialize` stage fills it in
+/// (every NodeSystemInfo field, the five kubelet conditions, no addresses, kubelet port 0).
 pub fn node_object(name: &str, pods_per_node: usize) -> serde_json::Value {
     let now = crate::meta::now_rfc3339();
+    let capacity = json!({"cpu": "32", "memory": "256Gi", "pods": pods_per_node.to_string()});
+    let condition = |kind: &str, status: &str, reason: &str, message: &str| {
+        json!({"lastHeartbeatTime": now, "lastTransitionTime": now, "message": message, "reason": reason,
+            "status": status, "type": kind})
+    };
+    let kwok = "kwok-0.8.0";
     json!({"apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "kube-sim"}},
+        "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {"beta.kubernetes.io/os": "linux", "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux", "type": "kwok"}},
         "spec": {},
-        "status": {"capacity": {"pods": pods_per_node.to_string(), "cpu": "8", "memory": "32Gi"},
-            "allocatable": {"pods": pods_per_node.to_string(), "cpu": "8", "memory": "32Gi"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                "message": "kubelet is posting ready status", "lastHeartbeatTime": now, "lastTransitionTime": now}],
-            // Every NodeSystemInfo field (all required by the API's clients), as kwok's
-            // node-initialize stage fills them; an address and the kubelet port, as a kubelet posts.
-            "nodeInfo": {"architecture": "amd64", "bootID": "", "containerRuntimeVersion": "containerd://1.7.0",
-                "kernelVersion": "6.1.0-kube-sim", "kubeProxyVersion": "", "kubeletVersion": "v1.32.4",
-                "machineID": "", "operatingSystem": "linux", "osImage": "kube-sim", "systemUUID": ""},
-            "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": name}],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}})
+        "status": {"capacity": capacity, "allocatable": capacity,
+            "conditions": [
+                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+                condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                condition("NetworkUnavailable", "False", "RouteCreated", "RouteController created a route"),
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": {"architecture": "amd64", "bootID": "", "containerRuntimeVersion": kwok,
+                "kernelVersion": kwok, "kubeProxyVersion": kwok, "kubeletVersion": kwok,
+                "machineID": "", "operatingSystem": "linux", "osImage": "", "systemUUID": ""},
+            "phase": "Running"}})
 }
 
 /// Makes `cluster` behave like a cluster: creates the nodes (kept if they exist), serves

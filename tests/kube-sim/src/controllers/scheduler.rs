@@ -87,7 +87,8 @@ impl Reconciler for Scheduler {
             let now = jiff::Timestamp::now();
             let mut conditions =
                 pod.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-            let wanted = pod_scheduled_condition(&decision, now);
+            let generation = pod.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+            let wanted = pod_scheduled_condition(&decision, generation, now);
             let current = conditions.iter().find(|c| c["type"] == "PodScheduled").cloned();
             let same = current.as_ref().is_some_and(|c| {
                 c["status"] == wanted["status"]

@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, header};
 use serde_json::json;
 
+use crate::auth::impersonation::Impersonation;
 use crate::auth::{Authenticator, RequestAttributes, UserInfo};
 use crate::cluster::Cluster;
 use crate::discovery;
@@ -69,11 +70,20 @@ async fn handle(
     };
     let log = !matches!(route, Route::DebugRequests);
     let authorization = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let checked = check_access(&state, &route, authorization, &method, &path, &query);
+    let impersonation = impersonation_of(&req);
+    let request = AccessRequest {
+        authorization,
+        impersonation: &impersonation,
+        method: &method,
+        path: &path,
+        query: &query,
+    };
+    let checked = check_access(&state, &route, &request);
     if let Some(user) = &checked.user {
         record.user = user.username.clone();
     }
     let mut resp = match (checked.denial, route) {
+        (None, route) if !served(&state.cluster, &route) => respond::page_not_found(),
         (Some(err), _) => {
             describe_resource(&mut record, &RequestAttributes::from_request(&method, &path, &query));
             respond::error(&err)
@@ -110,6 +120,19 @@ async fn handle(
     resp
 }
 
+/// False for paths the apiserver's mux has no handler for — unknown paths and groups — which
+/// it answers with Go's plain-text 404 (a known group's unknown version or resource gets a
+/// `Status`).
+fn served(cluster: &Cluster, route: &Route) -> bool {
+    let group = match route {
+        Route::Unknown => return false,
+        Route::Group(group) | Route::GroupVersion(group, _) => group,
+        Route::Resource(rp) => &rp.group,
+        _ => return true,
+    };
+    group.is_empty() || cluster.catalogue().all().iter().any(|r| &r.group == group)
+}
+
 /// The outcome of authentication and authorization.
 struct Access {
     /// The authenticated user (None: 401).
@@ -118,19 +141,33 @@ struct Access {
     denial: Option<ApiError>,
 }
 
-/// Authenticates and authorizes a request before anything else is done with it (as the
-/// apiserver's filters do, ahead of admission). The test hooks `/debug/*` and `/metrics` are
-/// open to everyone.
-fn check_access(
-    state: &HttpState,
-    route: &Route,
-    authorization: Option<&str>,
-    method: &str,
-    path: &str,
-    query: &str,
-) -> Access {
+/// What a request says about who sends it and what it asks.
+struct AccessRequest<'a> {
+    authorization: Option<&'a str>,
+    impersonation: &'a Impersonation,
+    method: &'a str,
+    path: &'a str,
+    query: &'a str,
+}
+
+fn impersonation_of(req: &Request<Body>) -> Impersonation {
+    let values = |name: &str| -> Vec<String> {
+        req.headers().get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_owned).collect()
+    };
+    Impersonation {
+        user: values("impersonate-user").into_iter().next(),
+        groups: values("impersonate-group"),
+        uid: values("impersonate-uid").into_iter().next(),
+    }
+}
+
+/// Authenticates, impersonates and authorizes a request before anything else is done with it
+/// (as the apiserver's filters do, ahead of admission). The test hooks `/debug/*` and
+/// `/metrics` are open to everyone.
+fn check_access(state: &HttpState, route: &Route, request: &AccessRequest<'_>) -> Access {
+    let AccessRequest { authorization, impersonation, method, path, query } = request;
     let open = matches!(route, Route::DebugRequests | Route::Metrics) || path.starts_with("/debug/");
-    let user = match state.auth.authenticate(&state.cluster, authorization) {
+    let user = match state.auth.authenticate(&state.cluster, *authorization) {
         Ok(user) => user,
         Err(_) if open => return Access { user: None, denial: None },
         Err(err) => return Access { user: None, denial: Some(err) },
@@ -138,6 +175,10 @@ fn check_access(
     if open {
         return Access { user: Some(user), denial: None };
     }
+    let user = match crate::auth::impersonation::impersonate(&state.cluster, &user, impersonation) {
+        Ok(user) => user,
+        Err(err) => return Access { user: Some(user), denial: Some(err) },
+    };
     let attrs = RequestAttributes::from_request(method, path, query);
     let decision = crate::auth::authorize(&state.cluster, &user, &attrs);
     let denial =
@@ -161,9 +202,7 @@ fn non_resource(state: &HttpState, route: Route, method: &str, accept: &str, que
     let cluster = &state.cluster;
     let all = cluster.catalogue().all();
     if method != "GET" && !(method == "DELETE" && route == Route::DebugRequests) {
-        return respond::error(&crate::error::ApiError::method_not_allowed(format!(
-            "the server does not allow this method on the requested resource ({method})"
-        )));
+        return respond::error(&crate::error::ApiError::method_not_allowed());
     }
     let aggregated = discovery::wants_aggregated(accept);
     let found = |doc: Option<serde_json::Value>| match doc {

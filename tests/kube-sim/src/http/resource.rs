@@ -167,6 +167,16 @@ async fn handle_inner(
     let body = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
+    if info.create_only {
+        if method != "POST" || rp.name.is_some() {
+            return Err(ApiError::method_not_allowed());
+        }
+        let review = decode_body(content_type, &body, &info.kind)?;
+        let user = crate::auth::current_user();
+        let answer =
+            crate::auth::access_review::review(cluster, &user, &info, ns.unwrap_or_default(), &review)?;
+        return Ok(respond::json(201, &answer));
+    }
     let sub = rp.subresource.as_deref();
     if let (Some(name), Some(sub_name)) = (rp.name.as_deref(), sub)
         && sub_name != "status"
@@ -259,9 +269,7 @@ async fn handle_inner(
             };
             Ok(respond::list(&info, &result))
         }
-        _ => Err(ApiError::method_not_allowed(
-            "the server does not allow this method on the requested resource",
-        )),
+        _ => Err(ApiError::method_not_allowed()),
     }
 }
 

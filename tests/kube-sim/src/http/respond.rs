@@ -111,3 +111,8 @@ pub fn table(
 pub fn list_table(info: &ResourceInfo, result: &ListResult, include_object: &str) -> Response<Body> {
     table(info, list_metadata(result), &result.items, include_object)
 }
+
+/// Go's `http.NotFound`: what the apiserver's mux answers for a path nothing serves.
+pub fn page_not_found() -> Response<Body> {
+    bytes(404, "text/plain; charset=utf-8", b"404 page not found\n".to_vec())
+}

@@ -325,6 +325,38 @@ pub(super) fn labels(map: &Value, path: &str, errs: &mut Errs) {
     }
 }
 
+/// `ValidateLabelSelector` (metav1 validation, invalid label values refused): field errors per
+/// `matchLabels` entry and `matchExpressions` requirement.
+pub(super) fn label_selector(selector: &Value, path: &str, errs: &mut Errs) {
+    labels(&selector["matchLabels"], &format!("{path}.matchLabels"), errs);
+    for (i, requirement) in array_at(selector, "matchExpressions").iter().enumerate() {
+        let at = format!("{path}.matchExpressions[{i}]");
+        let values = array_at(requirement, "values");
+        match requirement["operator"].as_str().unwrap_or_default() {
+            "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
+                &format!("{at}.values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
+                &format!("{at}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => errs.push(FieldError::invalid(
+                &format!("{at}.operator"),
+                &quoted(other),
+                "not a valid selector operator",
+            )),
+        }
+        let key = requirement["key"].as_str().unwrap_or_default();
+        invalid_each(errs, &format!("{at}.key"), &quoted(key), qualified_name_errors(key));
+        for (j, value) in values.iter().enumerate() {
+            let value = value.as_str().unwrap_or_default();
+            invalid_each(errs, &format!("{at}.values[{j}]"), &quoted(value), label_value_errors(value));
+        }
+    }
+}
+
 /// `ValidateAnnotations`: keys are qualified names (case-insensitive), total size ≤ 256 KiB.
 pub(super) fn annotations(map: &Value, path: &str, errs: &mut Errs) {
     let Some(map) = map.as_object() else { return };

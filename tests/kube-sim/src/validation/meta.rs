@@ -1,4 +1,5 @@
-//! `ValidateObjectMeta`: the per-resource name rule, generateName, labels and annotations.
+//! `ValidateObjectMeta`: the per-resource name rule, generateName, labels, annotations and
+//! owner references; on update, no new finalizers once the object is being deleted.
 
 use serde_json::Value;
 
@@ -60,4 +61,77 @@ pub(super) fn object_meta(info: &ResourceInfo, object: &Value, errs: &mut Errs) 
     }
     labels(&meta["labels"], "metadata.labels", errs);
     annotations(&meta["annotations"], "metadata.annotations", errs);
+    owner_references(&meta["ownerReferences"], errs);
+}
+
+/// `ValidateOwnerReferences`: each reference names a version, kind, name and uid (the field
+/// paths carry no index, as upstream's), and at most one is the controller.
+fn owner_references(references: &Value, errs: &mut Errs) {
+    let Some(references) = references.as_array() else { return };
+    let mut controller: Option<String> = None;
+    for reference in references {
+        let text = |key: &str| reference[key].as_str().unwrap_or_default();
+        let version = text("apiVersion").rsplit('/').next().unwrap_or_default();
+        let checks = [
+            ("apiVersion", version.is_empty(), "version must not be empty"),
+            ("kind", text("kind").is_empty(), "must not be empty"),
+            ("name", text("name").is_empty(), "must not be empty"),
+            ("uid", text("uid").is_empty(), "must not be empty"),
+        ];
+        for (key, failed, message) in checks {
+            if failed {
+                errs.push(FieldError::invalid(
+                    &format!("metadata.ownerReferences.{key}"),
+                    &quoted(text(key)),
+                    message,
+                ));
+            }
+        }
+        if reference["controller"] == true {
+            let this = format!("{}/{}", text("kind"), text("name"));
+            match &controller {
+                Some(first) => errs.push(FieldError::invalid(
+                    "metadata.ownerReferences",
+                    &references_value(references),
+                    &format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
+                    ),
+                )),
+                None => controller = Some(this),
+            }
+        }
+    }
+}
+
+/// How upstream renders the list of references in that message (JSON of the Go structs).
+fn references_value(references: &[Value]) -> String {
+    serde_json::to_string(references).unwrap_or_default()
+}
+
+/// `ValidateObjectMetaAccessorUpdate`'s rule for objects being deleted. Upstream runs it twice
+/// (the generic update checks and the kind's own `ValidateObjectMetaUpdate`), so the answer
+/// names the cause twice.
+pub(super) fn object_meta_update(object: &Value, old: &Value, errs: &mut Errs) {
+    if old["metadata"]["deletionTimestamp"].is_null() {
+        return;
+    }
+    let names = |v: &Value| -> std::collections::BTreeSet<String> {
+        v["metadata"]["finalizers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let added: Vec<String> = names(object).difference(&names(old)).map(|f| format!("{f:?}")).collect();
+    if !added.is_empty() {
+        let message = format!(
+            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+            added.join(", ")
+        );
+        for _ in 0..2 {
+            errs.push(FieldError::forbidden("metadata.finalizers", &message));
+        }
+    }
 }

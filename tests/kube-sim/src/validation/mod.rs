@@ -1,6 +1,6 @@
 //! 422 validation with upstream field paths and messages: object metadata for every kind;
-//! Pods and pod templates, apps workloads, PDBs, Scale; Services, ConfigMaps, Secrets;
-//! RBAC; webhook configurations; CRDs. Custom resources get the metadata rules only.
+//! Pods and pod templates, apps workloads, PDBs, HPAs, Scale; Services, ConfigMaps, Secrets, Events,
+//! Leases; RBAC; webhook configurations; CRDs. Custom resources get the metadata rules only.
 //!
 //! Values the apiserver would have defaulted before validating may be absent here (kube-sim
 //! defaults only a few kinds), so absent fields are treated as their defaults. A few decode
@@ -9,8 +9,10 @@
 mod admission;
 mod common;
 mod container;
+mod coordination;
 mod core;
 mod crd;
+mod events;
 mod meta;
 mod pod;
 mod quantity;
@@ -47,15 +49,24 @@ pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>) -> Res
         return Err(decode_error(info, err));
     }
     meta::object_meta(info, object, &mut errs);
+    if let Some(old) = old {
+        meta::object_meta_update(object, old, &mut errs);
+    }
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => pod::pod_spec(&object["spec"], "spec", &mut errs),
         ("", "services") => core::service(object, &mut errs),
         ("", "configmaps") => core::config_map(info, object, old, &mut errs)?,
+        ("", "events") => events::event(object, false, old, &mut errs),
+        ("events.k8s.io", "events") => events::event(object, true, old, &mut errs),
+        ("coordination.k8s.io", "leases") => coordination::lease(object, &mut errs),
         ("", "secrets") => core::secret(info, object, old, &mut errs)?,
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
             workloads::workload(info, object, old, &mut errs)
         }
         ("policy", "poddisruptionbudgets") => workloads::pdb(object, &mut errs),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            workloads::horizontal_pod_autoscaler(object, &mut errs)
+        }
         ("rbac.authorization.k8s.io", "roles") => rbac::role(object, true, &mut errs),
         ("rbac.authorization.k8s.io", "clusterroles") => rbac::role(object, false, &mut errs),
         ("rbac.authorization.k8s.io", "rolebindings") => rbac::binding(object, old, true, &mut errs),
@@ -73,6 +84,10 @@ pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>) -> Res
         Ok(())
     } else {
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        // Events are validated as the core kind whichever API wrote them.
+        if info.kind == "Event" {
+            return Err(ApiError::invalid("Event", "", "Event", name, &errs));
+        }
         Err(ApiError::invalid(&info.kind_label(), &info.group, &info.kind, name, &errs))
     }
 }

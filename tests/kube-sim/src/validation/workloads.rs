@@ -1,9 +1,9 @@
-//! apps/v1 workloads and policy/v1 PodDisruptionBudgets (`pkg/apis/apps/validation`,
+//! apps/v1 workloads, policy/v1 PodDisruptionBudgets and autoscaling/v2 HPAs (`pkg/apis/apps/validation`,
 //! `pkg/apis/policy/validation`).
 
 use serde_json::Value;
 
-use super::common::{Errs, annotations, labels, non_negative, quoted, str_at};
+use super::common::{Errs, annotations, label_selector, labels, non_negative, quoted, str_at};
 use super::pod::pod_spec;
 use crate::error::FieldError;
 use crate::resources::ResourceInfo;
@@ -20,30 +20,32 @@ pub(super) fn workload(info: &ResourceInfo, object: &Value, old: Option<&Value>,
         errs.push(FieldError::invalid("spec.replicas", &r.to_string(), "must be greater than or equal to 0"));
     }
     let selector = &spec["selector"];
-    let empty = selector.as_object().is_none_or(|m| {
-        m.get("matchLabels").and_then(Value::as_object).is_none_or(|l| l.is_empty())
-            && m.get("matchExpressions").and_then(Value::as_array).is_none_or(|e| e.is_empty())
-    });
-    if empty {
+    let template_labels = &spec["template"]["metadata"]["labels"];
+    let mismatch = || {
+        FieldError::invalid(
+            "spec.template.metadata.labels",
+            &template_labels.to_string(),
+            "`selector` does not match template `labels`",
+        )
+    };
+    if selector.is_null() {
         errs.push(FieldError::required("spec.selector", ""));
-        errs.push(FieldError::invalid(
-            "spec.selector",
-            &format!("{{\"matchLabels\":{}}}", selector["matchLabels"]),
-            "empty selector is invalid for deployment",
-        ));
+        // A missing selector selects nothing, so no template matches it.
+        errs.push(mismatch());
     } else {
-        match LabelSelector::from_api(selector) {
-            Err(e) => errs.push(FieldError::invalid("spec.selector", &selector.to_string(), &e)),
-            Ok(sel) => {
-                let template_labels = &spec["template"]["metadata"];
-                if !sel.matches_object(&serde_json::json!({"metadata": template_labels})) {
-                    errs.push(FieldError::invalid(
-                        "spec.template.metadata.labels",
-                        &format!("map[string]string{}", template_labels["labels"]),
-                        "`selector` does not match template `labels`",
-                    ));
-                }
-            }
+        label_selector(selector, "spec.selector", errs);
+        let empty = selector["matchLabels"].as_object().is_none_or(|l| l.is_empty())
+            && selector["matchExpressions"].as_array().is_none_or(|e| e.is_empty());
+        if empty {
+            errs.push(FieldError::invalid(
+                "spec.selector",
+                &selector.to_string(),
+                "empty selector is invalid for deployment",
+            ));
+        } else if LabelSelector::from_api(selector).is_ok_and(|sel| {
+            !sel.matches_object(&serde_json::json!({"metadata": {"labels": template_labels}}))
+        }) {
+            errs.push(mismatch());
         }
         if let Some(old) = old
             && old["spec"]["selector"] != *selector
@@ -162,18 +164,24 @@ fn pdb_int_or_percent(field: &str, value: &Value, errs: &mut Errs) {
 pub(super) fn pdb(object: &Value, errs: &mut Errs) {
     let spec = &object["spec"];
     if !spec["minAvailable"].is_null() && !spec["maxUnavailable"].is_null() {
+        // The internal Go struct (no JSON tags, fields in declaration order) as upstream prints it.
+        let internal = format!(
+            "{{\"MinAvailable\":{},\"Selector\":{},\"MaxUnavailable\":{},\"UnhealthyPodEvictionPolicy\":{}}}",
+            spec["minAvailable"],
+            spec["selector"],
+            spec["maxUnavailable"],
+            spec["unhealthyPodEvictionPolicy"]
+        );
         errs.push(FieldError::invalid(
             "spec",
-            &format!("policy.PodDisruptionBudgetSpec{spec}"),
+            &internal,
             "minAvailable and maxUnavailable cannot be both set",
         ));
     }
     pdb_int_or_percent("spec.minAvailable", &spec["minAvailable"], errs);
     pdb_int_or_percent("spec.maxUnavailable", &spec["maxUnavailable"], errs);
-    if spec["selector"].is_object()
-        && let Err(e) = LabelSelector::from_api(&spec["selector"])
-    {
-        errs.push(FieldError::invalid("spec.selector", &spec["selector"].to_string(), &e));
+    if spec["selector"].is_object() {
+        label_selector(&spec["selector"], "spec.selector", errs);
     }
     if let Some(p) = spec["unhealthyPodEvictionPolicy"].as_str()
         && p != "IfHealthyBudget"
@@ -187,5 +195,41 @@ pub(super) fn pdb(object: &Value, errs: &mut Errs) {
     }
     for field in ["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"] {
         non_negative(&object["status"][field], &format!("status.{field}"), errs);
+    }
+}
+
+/// `ValidateHorizontalPodAutoscaler` (autoscaling/v2): replica bounds and the target reference.
+pub(super) fn horizontal_pod_autoscaler(object: &Value, errs: &mut Errs) {
+    let spec = &object["spec"];
+    let min = spec["minReplicas"].as_i64();
+    let max = spec["maxReplicas"].as_i64().unwrap_or(0);
+    if let Some(min) = min.filter(|m| *m < 1) {
+        errs.push(FieldError::invalid(
+            "spec.minReplicas",
+            &min.to_string(),
+            "must be greater than or equal to 1",
+        ));
+    }
+    if max < 1 {
+        errs.push(FieldError::invalid("spec.maxReplicas", &max.to_string(), "must be greater than 0"));
+    }
+    if min.is_some_and(|min| max < min) {
+        errs.push(FieldError::invalid(
+            "spec.maxReplicas",
+            &max.to_string(),
+            "must be greater than or equal to `minReplicas`",
+        ));
+    }
+    let target = &spec["scaleTargetRef"];
+    for key in ["kind", "name"] {
+        match str_at(target, key).unwrap_or_default() {
+            "" => errs.push(FieldError::required(&format!("spec.scaleTargetRef.{key}"), "")),
+            value => super::common::invalid_each(
+                errs,
+                &format!("spec.scaleTargetRef.{key}"),
+                &quoted(value),
+                super::common::path_segment_errors(value),
+            ),
+        }
     }
 }

@@ -339,8 +339,12 @@ fn ensure_new_replica_set(sync: &mut Sync) {
             "labels": template["metadata"]["labels"].clone(), "annotations": annotations,
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name_of(deployment),
                 "uid": uid_of(deployment), "controller": true, "blockOwnerDeletion": true}]},
-        "spec": {"replicas": count, "minReadySeconds": int_at(deployment, "/spec/minReadySeconds", 0),
-            "selector": selector, "template": template}});
+        "spec": {"replicas": count, "selector": selector, "template": template}});
+    let mut rs = rs;
+    // `omitempty`: a zero is not written.
+    if let Some(seconds) = deployment.pointer("/spec/minReadySeconds").filter(|s| **s != json!(0)) {
+        rs["spec"]["minReadySeconds"] = seconds.clone();
+    }
     sync.changes.push(RsChange::Create(rs.clone()));
     sync.replica_sets.push(rs);
     sync.new_index = Some(sync.replica_sets.len() - 1);

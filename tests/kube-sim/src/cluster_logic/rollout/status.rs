@@ -51,6 +51,14 @@ pub(super) fn rollout_status(sync: &mut Sync, estimate_progress: bool) -> Value 
     if let Some(map) = status.as_object_mut() {
         map.retain(|k, v| k == "observedGeneration" || *v != json!(0));
     }
+    // v1.35: the terminating pods of every ReplicaSet, once they count them.
+    let counted: Vec<i64> = all
+        .iter()
+        .filter_map(|i| sync.replica_sets[*i].pointer("/status/terminatingReplicas").and_then(Value::as_i64))
+        .collect();
+    if !counted.is_empty() {
+        status["terminatingReplicas"] = json!(counted.iter().sum::<i64>());
+    }
     if let Some(count) = deployment.pointer("/status/collisionCount") {
         status["collisionCount"] = count.clone();
     }
