@@ -145,8 +145,14 @@ impl ApiError {
     /// 422 Invalid. `kind_label` is `Deployment.apps` / `Pod` (or the group-resource where
     /// upstream builds it from the resource).
     pub fn invalid(kind_label: &str, group: &str, kind: &str, name: &str, errs: &[FieldError]) -> Self {
-        let joined: Vec<&str> = errs.iter().map(|e| e.message.as_str()).collect();
-        let message = if errs.len() == 1 {
+        // `ErrorList.ToAggregate` drops repeated messages (the causes keep them).
+        let mut joined: Vec<&str> = Vec::new();
+        for e in errs {
+            if !joined.contains(&e.message.as_str()) {
+                joined.push(&e.message);
+            }
+        }
+        let message = if joined.len() == 1 {
             format!("{kind_label} \"{name}\" is invalid: {}", joined.join(", "))
         } else {
             format!("{kind_label} \"{name}\" is invalid: [{}]", joined.join(", "))

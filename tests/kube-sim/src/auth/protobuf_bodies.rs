@@ -1,7 +1,8 @@
 //! Decoding the protobuf bodies kubectl's typed clients send for the kinds this module
 //! serves (`k8s\0` + runtime.Unknown envelope): the TokenRequest of `kubectl create token`
-//! and the RBAC objects of `kubectl create role|clusterrole|rolebinding|clusterrolebinding`.
-//! Field numbers are those of `k8s.io/api/{authentication,rbac}/v1/generated.proto`; fields
+//! the RBAC objects of `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, and the
+//! SelfSubjectAccessReview of `kubectl auth can-i`. Field numbers are those of
+//! `k8s.io/api/{authentication,rbac,authorization}/v1/generated.proto`; fields
 //! kube-sim does not read are skipped.
 
 use serde_json::{Map, Value, json};
@@ -112,6 +113,7 @@ pub(crate) fn decode(body: &[u8]) -> Option<Result<Value, String>> {
         "TokenRequest" => token_request(raw),
         "Role" | "ClusterRole" => role(raw),
         "RoleBinding" | "ClusterRoleBinding" => role_binding(raw),
+        "SelfSubjectAccessReview" => self_subject_access_review(raw),
         _ => return None,
     };
     Some(
@@ -305,6 +307,42 @@ fn token_request_spec(spec: &[u8]) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
+/// SelfSubjectAccessReview: metadata and the spec's resource or non-resource attributes (the
+/// field and label selector attributes are skipped: not authorized on).
+fn self_subject_access_review(raw: &[u8]) -> Result<Value, String> {
+    const RESOURCE: &[(u64, &str, bool)] = &[
+        (1, "namespace", false),
+        (2, "verb", false),
+        (3, "group", false),
+        (4, "version", false),
+        (5, "resource", false),
+        (6, "subresource", false),
+        (7, "name", false),
+    ];
+    const NON_RESOURCE: &[(u64, &str, bool)] = &[(1, "path", false), (2, "verb", false)];
+    let mut out = json!({"metadata": {}, "spec": {}});
+    let mut fields = Fields::new(raw);
+    while let Some((number, field)) = fields.next_field()? {
+        match (number, field) {
+            (1, Field::Bytes(b)) => out["metadata"] = object_meta(b)?,
+            (2, Field::Bytes(b)) => {
+                let mut spec = Fields::new(b);
+                while let Some((n, f)) = spec.next_field()? {
+                    match (n, f) {
+                        (1, Field::Bytes(b)) => out["spec"]["resourceAttributes"] = strings(b, RESOURCE)?,
+                        (2, Field::Bytes(b)) => {
+                            out["spec"]["nonResourceAttributes"] = strings(b, NON_RESOURCE)?
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::decode;
@@ -326,6 +364,30 @@ mod tests {
             value,
             Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                 "metadata": {}, "spec": {}}))
+        );
+    }
+
+    /// The body kubectl 1.35 sends for `kubectl auth can-i create pods/eviction -n team`
+    /// (captured with -v=9 from the real control plane; `pods/eviction` is TYPE/NAME there).
+    const KUBECTL_ACCESS_REVIEW: &[u8] = &[
+        0x6b, 0x38, 0x73, 0x00, 0x0a, 0x32, 0x0a, 0x17, 0x61, 0x75, 0x74, 0x68, 0x6f, 0x72, 0x69, 0x7a, 0x61,
+        0x74, 0x69, 0x6f, 0x6e, 0x2e, 0x6b, 0x38, 0x73, 0x2e, 0x69, 0x6f, 0x2f, 0x76, 0x31, 0x12, 0x17, 0x53,
+        0x65, 0x6c, 0x66, 0x53, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74, 0x41, 0x63, 0x63, 0x65, 0x73, 0x73, 0x52,
+        0x65, 0x76, 0x69, 0x65, 0x77, 0x12, 0x44, 0x0a, 0x10, 0x0a, 0x00, 0x12, 0x00, 0x1a, 0x00, 0x22, 0x00,
+        0x2a, 0x00, 0x32, 0x00, 0x38, 0x00, 0x42, 0x00, 0x12, 0x26, 0x0a, 0x24, 0x0a, 0x04, 0x74, 0x65, 0x61,
+        0x6d, 0x12, 0x06, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x1a, 0x00, 0x22, 0x00, 0x2a, 0x04, 0x70, 0x6f,
+        0x64, 0x73, 0x32, 0x00, 0x3a, 0x08, 0x65, 0x76, 0x69, 0x63, 0x74, 0x69, 0x6f, 0x6e, 0x1a, 0x08, 0x08,
+        0x00, 0x12, 0x00, 0x1a, 0x00, 0x20, 0x00, 0x1a, 0x00, 0x22, 0x00,
+    ];
+
+    #[test]
+    fn decodes_the_kubectl_access_review() {
+        let value = decode(KUBECTL_ACCESS_REVIEW).and_then(Result::ok).unwrap_or_default();
+        assert_eq!(
+            value,
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {},
+                "spec": {"resourceAttributes": {"namespace": "team", "verb": "create", "resource": "pods",
+                    "name": "eviction"}}})
         );
     }
 

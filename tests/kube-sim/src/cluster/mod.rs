@@ -337,7 +337,14 @@ fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
     let bad = |why: String| {
         ApiError::bad_request(format!("invalid continue token: continue key is not valid{why}"))
     };
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|e| {
+    // Go's `RawURLEncoding` is not strict: it ignores the unused bits of the last character.
+    let lenient = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone),
+    );
+    let bytes = lenient.decode(token).map_err(|e| {
         // Go's `CorruptInputError` names the offset of the first byte it cannot use.
         let offset = match e {
             base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => at,

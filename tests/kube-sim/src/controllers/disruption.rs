@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::events::EventRecorder;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
 use crate::cluster::{Gvr, WriteOptions};
 use crate::cluster_logic::common::{api_group, find_condition, uid_of};
@@ -25,6 +26,8 @@ pub(crate) struct Disruption {
     /// Namespace → PDB name → selector, kept in step with the change feed (the dispatcher
     /// consults it for every pod change without touching the store).
     by_namespace: Mutex<HashMap<String, HashMap<String, Option<LabelSelector>>>>,
+    /// `NoPods`, `UnmanagedPods`, ... as the controller records them.
+    events: EventRecorder,
 }
 
 impl Disruption {
@@ -167,6 +170,15 @@ impl Reconciler for Disruption {
             let workloads = NamespaceWorkloads { ctx, namespace: &key.0 };
             let now = jiff::Timestamp::now();
             let sync = sync_pdb(&pdb, &pods, &workloads, now);
+            for event in &sync.events {
+                let involved = match event.involved_kind {
+                    "Pod" => pods.iter().find(|p| p["metadata"]["name"] == event.involved_name.as_str()),
+                    _ => Some(&pdb),
+                };
+                if let Some(involved) = involved {
+                    self.events.record(&ctx.cluster, involved, event).await;
+                }
+            }
             let recheck = sync.recheck_at.map(|at| {
                 let millis = (at.as_millisecond() - now.as_millisecond()).max(0);
                 Duration::from_millis(u64::try_from(millis).unwrap_or(0) + 20)

@@ -9,6 +9,7 @@
 mod daemonset;
 mod deployment;
 mod disruption;
+mod events;
 mod gc;
 mod hpa;
 mod keda;

@@ -51,13 +51,17 @@ pub(super) fn rollout_status(sync: &mut Sync, estimate_progress: bool) -> Value 
     if let Some(map) = status.as_object_mut() {
         map.retain(|k, v| k == "observedGeneration" || *v != json!(0));
     }
-    // v1.35: the terminating pods of every ReplicaSet, once they count them.
-    let counted: Vec<i64> = all
-        .iter()
-        .filter_map(|i| sync.replica_sets[*i].pointer("/status/terminatingReplicas").and_then(Value::as_i64))
-        .collect();
-    if !counted.is_empty() {
-        status["terminatingReplicas"] = json!(counted.iter().sum::<i64>());
+    // v1.35 `GetTerminatingReplicaCountForReplicaSets`: the sum over the ReplicaSets, those never
+    // synced aside; unknown (left out) when a synced one does not count them.
+    let terminating = all.iter().map(|i| &sync.replica_sets[*i]).try_fold(0, |sum, rs| {
+        match rs.pointer("/status/terminatingReplicas").and_then(Value::as_i64) {
+            Some(n) => Some(sum + n),
+            None if status_int(rs, "observedGeneration") == 0 => Some(sum),
+            None => None,
+        }
+    });
+    if let Some(terminating) = terminating {
+        status["terminatingReplicas"] = json!(terminating);
     }
     if let Some(count) = deployment.pointer("/status/collisionCount") {
         status["collisionCount"] = count.clone();
