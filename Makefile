@@ -63,7 +63,7 @@ test-e2e: check-tools cluster-build
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast -E '$(E2E_FILTER)'
 else
-	$(CARGO) test --no-fail-fast $(patsubst tests/%.rs,--test %,$(wildcard tests/e2e_*.rs))
+	$(CARGO) test --no-fail-fast $(patsubst tests/%.rs,--test %,$(wildcard tests/e2e_*.rs)) $(patsubst tests/%/main.rs,--test %,$(wildcard tests/e2e_*/main.rs))
 endif
 	$(MAKE) --no-print-directory test-oldest
 

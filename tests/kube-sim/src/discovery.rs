@@ -158,6 +158,9 @@ pub fn resource_list(all: &[Arc<ResourceInfo>], group: &str, version: &str) -> O
     for r in rs {
         let mut entry = json!({"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
             "kind": r.kind, "verbs": verbs(r)});
+        if !r.create_only {
+            entry["storageVersionHash"] = json!(storage_version_hash(r));
+        }
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }
@@ -181,8 +184,19 @@ pub fn resource_list(all: &[Arc<ResourceInfo>], group: &str, version: &str) -> O
                 "verbs": extra.verbs}));
         }
     }
+    // Upstream lists them by name.
+    resources.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+}
+
+/// Upstream's `StorageVersionHash`: the first 8 bytes of SHA-256 of the stored
+/// `group/version/kind`, in base64 (events.k8s.io Events are stored as core Events).
+fn storage_version_hash(r: &ResourceInfo) -> String {
+    use base64::Engine as _;
+    let gvk = format!("{}/{}/{}", r.storage_group, r.version, r.kind);
+    let digest = ring::digest::digest(&ring::digest::SHA256, gvk.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
 }
 
 /// `/openapi/v3`: one entry per served group-version.

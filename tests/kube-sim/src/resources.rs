@@ -150,6 +150,7 @@ const BUILTINS: &[Builtin] = &[
     b("apps/v1", "replicasets", "ReplicaSet", true, &["rs"], (true, true, true, true)),
     b("apps/v1", "daemonsets", "DaemonSet", true, &["ds"], (true, false, true, true)),
     b("apps/v1", "statefulsets", "StatefulSet", true, &["sts"], (true, true, true, true)),
+    b("apps/v1", "controllerrevisions", "ControllerRevision", true, &[], (false, false, false, false)),
     b("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], (true, false, false, true)),
     b(
         "autoscaling/v2",
