@@ -85,3 +85,101 @@ fn request_record(seq: u64, e: &Value) -> RequestRecord {
         code: e["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,
     }
 }
+
+/// A resource path split: `/api/v1` or `/apis/GROUP/VERSION`, whether it is inside a namespace,
+/// then the resource, the object's name and a subresource (as many as the path has).
+fn split_path(path: &str) -> Option<(Vec<&str>, bool, Vec<&str>)> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let prefix = match segments.first() {
+        Some(&"api") => 2,
+        Some(&"apis") => 3,
+        _ => return None,
+    };
+    let (head, rest) = segments.split_at(prefix.min(segments.len()));
+    // `/api/v1/namespaces/NAME` is a Namespace; `/api/v1/namespaces/NS/RESOURCE...` is in one.
+    Some(match rest {
+        ["namespaces", _, inner @ ..] if !inner.is_empty() => (head.to_vec(), true, inner.to_vec()),
+        _ => (head.to_vec(), false, rest.to_vec()),
+    })
+}
+
+/// A request's kind, as the differential suite's coverage list names it
+/// (`tests/differential/product-requests.txt`): the verb and the path with the namespace and
+/// the object's name as `*` — `patch /apis/apps/v1/namespaces/*/deployments/*`,
+/// `watch /apis/policy/v1/poddisruptionbudgets`, `create /api/v1/namespaces/*/pods/*/eviction`.
+pub fn request_kind(verb: &str, path: &str) -> String {
+    let Some((mut out, namespaced, rest)) = split_path(path) else { return format!("{verb} {path}") };
+    if namespaced {
+        out.extend(["namespaces", "*"]);
+    }
+    out.extend(rest.iter().enumerate().map(|(i, segment)| if i == 1 { "*" } else { segment }));
+    format!("{verb} /{}", out.join("/"))
+}
+
+/// The Kubernetes verb of an HTTP request (what the audit log records): a path that names an
+/// object is a get or a delete, one that names a collection a list or a deletecollection.
+pub fn verb_of(method: &str, path: &str, query: &str) -> &'static str {
+    let Some((_, _, rest)) = split_path(path) else {
+        // Discovery and other non-resource paths: the lower-case method.
+        return if method == "GET" { "get" } else { "unknown" };
+    };
+    let names_object = rest.len() >= 2;
+    let watch = query.split('&').any(|p| p == "watch=true" || p == "watch=1");
+    match method {
+        "GET" if watch => "watch",
+        "GET" if names_object => "get",
+        "GET" => "list",
+        "POST" => "create",
+        "PUT" => "update",
+        "PATCH" => "patch",
+        "DELETE" if names_object => "delete",
+        "DELETE" => "deletecollection",
+        _ => "unknown",
+    }
+}
+
+/// `tests/differential/product-requests.txt`: every kind of request the product makes
+/// ([`request_kind`]), each of which the differential suite sends to kube-sim and to the real
+/// apiserver and compares.
+pub const PRODUCT_REQUESTS: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../differential/product-requests.txt");
+
+/// The kinds listed in [`PRODUCT_REQUESTS`] (`#` starts a comment).
+pub fn product_request_kinds() -> std::collections::BTreeSet<String> {
+    let text =
+        std::fs::read_to_string(PRODUCT_REQUESTS).unwrap_or_else(|e| panic!("{PRODUCT_REQUESTS}: {e}"));
+    text.lines()
+        .map(|line| line.split('#').next().unwrap_or_default().trim())
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The kinds of the product's requests (User-Agent `agent…`) that [`PRODUCT_REQUESTS`] does not
+/// list, each once, sorted.
+pub fn unlisted_product_requests(requests: &[RequestRecord], agent: &str) -> Vec<String> {
+    let listed = product_request_kinds();
+    let made: std::collections::BTreeSet<String> = requests
+        .iter()
+        .filter(|r| r.user_agent.starts_with(agent))
+        .map(|r| request_kind(&r.verb, &r.path))
+        .collect();
+    made.into_iter().filter(|kind| !listed.contains(kind)).collect()
+}
+
+/// Set (to anything), the end-to-end tests add the kinds they see to [`PRODUCT_REQUESTS`]
+/// instead of failing on them: how the list is refreshed (`tests/differential/README.md`).
+pub const RECORD_PRODUCT_REQUESTS: &str = "RECORD_PRODUCT_REQUESTS";
+
+/// Appends `kinds` to [`PRODUCT_REQUESTS`] (tests run in parallel: one `write` per call, and
+/// a kind seen twice is listed once by whoever sorts the file next).
+pub fn record_product_requests(kinds: &[String]) {
+    use std::io::Write as _;
+    if kinds.is_empty() {
+        return;
+    }
+    let mut file =
+        std::fs::OpenOptions::new().append(true).open(PRODUCT_REQUESTS).expect("product-requests.txt");
+    let text: String = kinds.iter().map(|k| format!("{k}\n")).collect();
+    file.write_all(text.as_bytes()).expect("append");
+}

@@ -489,11 +489,26 @@ impl Drop for Env {
             let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("temp dir"));
             eprintln!("test files kept in {}", dir.keep().display());
         }
-        if std::thread::panicking() || self.forbidden_expected.load(std::sync::atomic::Ordering::Relaxed) {
+        if std::thread::panicking() {
             return;
         }
-        let forbidden: Vec<String> = self
-            .requests()
+        let requests = self.requests();
+        // kube-sim is measured against the real apiserver on every kind of request the product
+        // makes: a new kind needs a differential scenario first.
+        let unmeasured = audit::unlisted_product_requests(&requests, PRODUCT_AGENT);
+        if std::env::var_os(audit::RECORD_PRODUCT_REQUESTS).is_some() {
+            audit::record_product_requests(&unmeasured);
+        } else {
+            assert!(
+                unmeasured.is_empty(),
+                "the product made requests of kinds {} does not list (add each with a scenario in tests/differential/ that sends it): {unmeasured:#?}",
+                audit::PRODUCT_REQUESTS
+            );
+        }
+        if self.forbidden_expected.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let forbidden: Vec<String> = requests
             .into_iter()
             .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT) && r.code == 403)
             .map(|r| format!("{} {}?{}", r.method, r.path, r.query))
@@ -582,5 +597,6 @@ pub mod netns;
 pub mod pdbs;
 pub mod rbac;
 pub mod recorder;
+pub mod review_recorder;
 pub mod scenario;
 pub mod stalled;

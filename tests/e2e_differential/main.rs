@@ -10,72 +10,29 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod compare;
+mod scenario;
+
 use e2e_support as support;
 use http::Request;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use serde::Deserialize;
 use serde_json::{Value, json};
+use support::review_recorder::ReviewRecorder;
 use support::{ClusterShape, cluster::ControlPlane, kubectl::Kubectl};
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Scenario {
-    scenario: String,
-    /// What it shows (documentation only).
-    #[serde(default)]
-    #[allow(dead_code)]
-    about: String,
-    steps: Vec<Step>,
-}
+use compare::{differences, drop_pointer, normalise, normalise_text, replace_in_strings};
+use scenario::{Step, Vars, fill, fill_value, listed, scenarios, step_name};
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Step {
-    /// Unique in its scenario; its position (1, 2, ...) when unset.
-    #[serde(default)]
-    name: Option<String>,
-    /// `METHOD /path?query`: one request, compared.
-    #[serde(default)]
-    request: Option<String>,
-    /// kubectl's arguments: its exit code, stdout and stderr compared.
-    #[serde(default)]
-    kubectl: Option<Vec<String>>,
-    /// `GET /path`, repeated on each server until `until` holds (not compared).
-    #[serde(default)]
-    wait: Option<String>,
-    #[serde(default)]
-    body: Option<Value>,
-    #[serde(default)]
-    content_type: Option<String>,
-    #[serde(default)]
-    accept: Option<String>,
-    /// Sent as this ServiceAccount of the scenario's namespace (created on first use).
-    #[serde(default, rename = "as")]
-    user: Option<String>,
-    /// kubectl's standard input.
-    #[serde(default)]
-    stdin: Option<String>,
-    /// The real apiserver's status code (or kubectl's exit code): a check of the scenario itself.
-    #[serde(default)]
-    expect: Option<u16>,
-    /// For `wait`: JSON pointers and the values they must have; `code` is the status code and a
-    /// pointer ending in `/#` an array's length.
-    #[serde(default)]
-    until: BTreeMap<String, Value>,
-    /// JSON pointers dropped from both answers before comparing (what controllers race to write).
-    #[serde(default)]
-    ignore: Vec<String>,
-    /// kubectl output whose lines come in any order (parallel evictions).
-    #[serde(default)]
-    unordered: bool,
-    /// Values of the answer kept per server for later steps (`$NAME`): JSON pointers into the raw
-    /// body, e.g. a uid for an ownerReference or a resourceVersion for an update.
-    #[serde(default)]
-    capture: BTreeMap<String, String>,
+/// What every step may use: both servers and the webhook both call.
+struct Shared {
+    plane: ControlPlane,
+    sim: kube_sim::Server,
+    recorder: ReviewRecorder,
 }
 
 /// Where the scenarios run: kube-sim or the real control plane.
 struct Target {
+    /// Also its path prefix at the review recorder.
     name: &'static str,
     kubeconfig: PathBuf,
     client: kube::Client,
@@ -92,207 +49,6 @@ struct Answer {
     compared: Value,
     /// The body before normalising (for `capture`).
     raw: Value,
-}
-
-fn scenarios() -> Vec<(String, Scenario)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/differential")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort();
-    let mut all = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("scenario file");
-        let list: Vec<Scenario> =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        let stem = file.file_stem().expect("a name").to_string_lossy().into_owned();
-        all.extend(list.into_iter().map(|s| (stem.clone(), s)));
-    }
-    let mut names = BTreeSet::new();
-    for (file, s) in &all {
-        assert!(names.insert(s.scenario.clone()), "{file}: scenario {} twice", s.scenario);
-        assert!(
-            s.scenario.len() <= 63
-                && s.scenario.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
-            "{file}: scenario {} is not a namespace name",
-            s.scenario
-        );
-    }
-    all
-}
-
-fn step_name(step: &Step, index: usize) -> String {
-    step.name.clone().unwrap_or_else(|| (index + 1).to_string())
-}
-
-/// `$NS` → the scenario's namespace, `$NAME` → a captured value, everywhere in a string.
-fn fill(text: &str, vars: &Vars) -> String {
-    let mut text = text.replace("$NS", vars.namespace);
-    for (name, value) in vars.captured {
-        text = text.replace(&format!("${name}"), value);
-    }
-    text
-}
-
-fn fill_value(value: &Value, vars: &Vars) -> Value {
-    serde_json::from_str(&fill(&value.to_string(), vars)).expect("still JSON")
-}
-
-/// What `$…` stands for in a step.
-struct Vars<'a> {
-    namespace: &'a str,
-    captured: &'a BTreeMap<String, String>,
-}
-
-fn is_timestamp(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() >= 20
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b[10] == b'T'
-        && b[13] == b':'
-        && s.ends_with('Z')
-        && b[..4].iter().all(u8::is_ascii_digit)
-}
-
-/// Name suffixes the apiserver generates (`generateName`): five of these characters.
-fn is_generated_suffix(s: &str) -> bool {
-    s.len() == 5 && s.bytes().all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
-}
-
-/// A `pod-template-hash`: 6 to 10 characters of the same alphabet, a digit among them.
-/// kube-sim hashes the template its own way (upstream hashes a dump of the Go struct), so the
-/// value is compared only as a hash, everywhere it appears (labels, ReplicaSet and pod names).
-fn is_template_hash(s: &str) -> bool {
-    (6..=10).contains(&s.len())
-        && s.bytes().any(|b| b.is_ascii_digit())
-        && s.bytes().all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
-}
-
-/// `web-7d9f8c6b5d-x2k4p` → `web-<hash>-*`.
-fn normalise_name(name: &str) -> String {
-    let (stem, generated) = match name.rsplit_once('-') {
-        Some((stem, suffix)) if is_generated_suffix(suffix) => (stem, true),
-        _ => (name, false),
-    };
-    let stem = match stem.rsplit_once('-') {
-        Some((base, hash)) if is_template_hash(hash) => format!("{base}-<hash>"),
-        _ if is_template_hash(stem) => "<hash>".to_owned(),
-        _ => stem.to_owned(),
-    };
-    if generated { format!("{stem}-*") } else { stem }
-}
-
-/// Drops what differs between any two servers or runs: uids, resourceVersions, managedFields,
-/// times, continue tokens; generated name suffixes become `*`.
-fn normalise(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for key in ["uid", "resourceVersion", "managedFields", "selfLink", "continue"] {
-                map.remove(key);
-            }
-            for key in ["name", "generateName", "pod-template-hash"] {
-                if let Some(Value::String(name)) = map.get_mut(key) {
-                    *name = normalise_name(name);
-                }
-            }
-            for v in map.values_mut() {
-                normalise(v);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(normalise),
-        Value::String(s) if is_timestamp(s) => *s = "<time>".into(),
-        // Each server has its own CA (kube-root-ca.crt).
-        Value::String(s) if s.starts_with("-----BEGIN CERTIFICATE-----") => *s = "<certificate>".into(),
-        // Quoted names in messages (`ReplicaSet "web-7d9f8c6b5d" has successfully progressed.`).
-        Value::String(s) if s.contains('"') => {
-            *s = s.split('"').map(normalise_name).collect::<Vec<_>>().join("\"");
-        }
-        _ => {}
-    }
-}
-
-/// kubectl output: ages become `<age>`, generated suffixes `*`, runs of spaces one space (column
-/// widths follow the values).
-fn normalise_text(text: &str, unordered: bool) -> Vec<String> {
-    let mut lines: Vec<String> = text
-        .lines()
-        .map(|line| {
-            line.split_whitespace()
-                .map(|token| {
-                    let age = token.len() > 1
-                        && token.bytes().next().is_some_and(|b| b.is_ascii_digit())
-                        && token.bytes().all(|b| b.is_ascii_digit() || b"smhdy".contains(&b))
-                        && token.bytes().last().is_some_and(|b| b"smhdy".contains(&b));
-                    if age {
-                        "<age>".to_owned()
-                    } else {
-                        token.split('/').map(normalise_name).collect::<Vec<_>>().join("/")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
-    if unordered {
-        lines.sort();
-    }
-    lines
-}
-
-/// Removes what `pointer` names; a `*` segment stands for every element or field.
-fn drop_pointer(value: &mut Value, pointer: &str) {
-    let Some(rest) = pointer.strip_prefix('/') else { return };
-    let (head, tail) = rest.split_once('/').map_or((rest, None), |(h, t)| (h, Some(t)));
-    let head = head.replace("~1", "/").replace("~0", "~");
-    match (value, tail) {
-        (Value::Object(map), None) => {
-            map.remove(&head);
-        }
-        (Value::Object(map), Some(tail)) if head == "*" => {
-            map.values_mut().for_each(|v| drop_pointer(v, &format!("/{tail}")));
-        }
-        (Value::Object(map), Some(tail)) => {
-            if let Some(v) = map.get_mut(&head) {
-                drop_pointer(v, &format!("/{tail}"));
-            }
-        }
-        (Value::Array(items), Some(tail)) if head == "*" => {
-            items.iter_mut().for_each(|v| drop_pointer(v, &format!("/{tail}")));
-        }
-        (Value::Array(items), Some(tail)) => {
-            if let Some(v) = head.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
-                drop_pointer(v, &format!("/{tail}"));
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Paths where `a` and `b` differ (`/spec/replicas: 2 ≠ 3`).
-fn differences(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            for k in keys {
-                differences(
-                    &format!("{path}/{k}"),
-                    x.get(k).unwrap_or(&Value::Null),
-                    y.get(k).unwrap_or(&Value::Null),
-                    out,
-                );
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                differences(&format!("{path}/{i}"), p, q, out);
-            }
-        }
-        _ if a != b => out.push(format!("{path}: kube-sim {a} ≠ real {b}")),
-        _ => {}
-    }
 }
 
 async fn client_of(kubeconfig: &Path) -> kube::Client {
@@ -362,13 +118,7 @@ async fn send(client: &kube::Client, method: &str, path: &str, step: &Step, vars
 }
 
 impl Target {
-    async fn client_for(
-        &mut self,
-        user: Option<&str>,
-        namespace: &str,
-        plane: &ControlPlane,
-        sim: &kube_sim::Server,
-    ) -> kube::Client {
+    async fn client_for(&mut self, user: Option<&str>, namespace: &str, shared: &Shared) -> kube::Client {
         let Some(user) = user else { return self.client.clone() };
         let key = format!("{namespace}/{user}");
         if let Some(client) = self.users.get(&key) {
@@ -376,11 +126,11 @@ impl Target {
         }
         let path = self.kubeconfig.with_file_name(format!("{namespace}-{user}.kubeconfig"));
         if self.name == "kube-sim" {
-            sim.ensure_service_account(namespace, user).await.expect("service account");
-            sim.write_service_account_kubeconfig(namespace, user, &path).expect("kubeconfig");
+            shared.sim.ensure_service_account(namespace, user).await.expect("service account");
+            shared.sim.write_service_account_kubeconfig(namespace, user, &path).expect("kubeconfig");
         } else {
-            let _ = plane.kubectl(&["create", "serviceaccount", user, "-n", namespace]);
-            plane.write_service_account_kubeconfig(namespace, user, &path);
+            let _ = shared.plane.kubectl(&["create", "serviceaccount", user, "-n", namespace]);
+            shared.plane.write_service_account_kubeconfig(namespace, user, &path);
         }
         let client = client_of(&path).await;
         self.users.insert(key, client.clone());
@@ -427,15 +177,18 @@ async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
     let options =
         kube_sim::ServerOptions::new(dir.path().join("kube-sim.kubeconfig")).with_behaviour(behaviour);
     let sim = kube_sim::Server::start(options).await.expect("kube-sim");
+    let shared = Shared { plane, sim, recorder: ReviewRecorder::start().await };
     let real_kubeconfig = dir.path().join("real.kubeconfig");
-    std::fs::copy(plane.kubeconfig_path(), &real_kubeconfig).expect("copy kubeconfig");
+    std::fs::copy(shared.plane.kubeconfig_path(), &real_kubeconfig).expect("copy kubeconfig");
     let mut targets = Vec::new();
-    for (name, kubeconfig) in [("kube-sim", sim.kubeconfig_path().to_owned()), ("real", real_kubeconfig)] {
+    for (name, kubeconfig) in
+        [("kube-sim", shared.sim.kubeconfig_path().to_owned()), ("real", real_kubeconfig)]
+    {
         let home = dir.path().join(format!("{name}-home"));
         targets.push(Target {
             name,
             client: client_of(&kubeconfig).await,
-            kubectl: Kubectl::new(&kubeconfig, &home).first_on_path(plane.bin_dir()),
+            kubectl: Kubectl::new(&kubeconfig, &home).first_on_path(shared.plane.bin_dir()),
             kubeconfig,
             users: HashMap::new(),
             captured: BTreeMap::new(),
@@ -450,16 +203,17 @@ async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
         let ns = &scenario.scenario;
         for target in &mut targets {
             create_namespace(&target.client, ns).await;
-            target.captured.clear();
+            target.captured = BTreeMap::from([
+                ("WEBHOOK".to_owned(), shared.recorder.url(target.name)),
+                ("CA_BUNDLE".to_owned(), shared.recorder.ca_bundle()),
+            ]);
         }
         for (index, step) in scenario.steps.iter().enumerate() {
             let id = format!("{ns}/{}", step_name(step, index));
             let started = Instant::now();
             let [sim_target, real_target] = &mut targets[..] else { unreachable!() };
-            let (sim_answer, real_answer) = tokio::join!(
-                run(sim_target, step, ns, &plane, &sim),
-                run(real_target, step, ns, &plane, &sim)
-            );
+            let (sim_answer, real_answer) =
+                tokio::join!(run(sim_target, step, ns, &shared), run(real_target, step, ns, &shared));
             let (sim_answer, real_answer) = match (sim_answer, real_answer) {
                 (Ok(Some(sim)), Ok(Some(real))) => (sim, real),
                 (Ok(None), Ok(None)) => continue,
@@ -493,15 +247,40 @@ async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
             assert!(started.elapsed() < Duration::from_secs(150), "{id} took {:?}", started.elapsed());
         }
     }
-    let listed = listed();
+    // With a selection, only the selected scenarios' listed differences are expected.
+    let ran: BTreeSet<&str> = scenarios.iter().map(|(_, s)| s.scenario.as_str()).collect();
+    let listed: BTreeSet<String> = listed()
+        .into_iter()
+        .filter(|id| id.split_once('/').is_some_and(|(scenario, _)| ran.contains(scenario)))
+        .collect();
     let unlisted: Vec<&String> = found.difference(&listed).collect();
     let fixed: Vec<&String> = listed.difference(&found).collect();
     println!("{} scenarios, {steps} compared steps, {} listed differences", scenarios.len(), listed.len());
+    // Every difference, listed or not, for whoever is fixing kube-sim (`--nocapture`).
+    println!("{}", report.join("\n"));
     if !wrong.is_empty() {
         report.push(format!("scenarios that do not do what they say:\n{}", wrong.join("\n")));
     }
+    // Every kind of request the product makes is among those compared (the whole suite only).
+    let sent: BTreeSet<String> = scenarios
+        .iter()
+        .flat_map(|(_, s)| &s.steps)
+        .filter_map(|step| step.request.as_deref()?.split_once(' '))
+        .map(|(method, target)| {
+            let (path, query) = target.split_once('?').unwrap_or((target, ""));
+            support::audit::request_kind(support::audit::verb_of(method, path, query), path)
+        })
+        .collect();
+    let unsent: Vec<String> = if std::env::var_os("DIFFERENTIAL_SCENARIOS").is_some() {
+        Vec::new()
+    } else {
+        support::audit::product_request_kinds().into_iter().filter(|k| !sent.contains(k)).collect()
+    };
+    if !unsent.is_empty() {
+        report.push(format!("kinds of product requests no scenario sends: {unsent:#?}"));
+    }
     assert!(
-        unlisted.is_empty() && fixed.is_empty() && wrong.is_empty(),
+        unlisted.is_empty() && fixed.is_empty() && wrong.is_empty() && unsent.is_empty(),
         "{} scenarios, {steps} steps; differences not listed in tests/kube-sim/README.md: {unlisted:?}; listed but no longer found: {fixed:?}\n{}",
         scenarios.len(),
         report.join("\n")
@@ -519,10 +298,8 @@ async fn create_namespace(client: &kube::Client, name: &str) {
     let answer = send(client, "POST", "/api/v1/namespaces", &step, &vars).await;
     assert!(answer.code == 201 || answer.code == 409, "namespace {name}: {answer:?}");
     let path = format!("/api/v1/namespaces/{name}/serviceaccounts/default");
-    assert!(
-        wait_until(client, &path, &BTreeMap::from([("code".to_owned(), json!(200))]), &vars).await,
-        "{path}"
-    );
+    let waited = wait_until(client, &path, &BTreeMap::from([("code".to_owned(), json!(200))]), &vars).await;
+    assert!(waited.is_ok(), "{path}: {waited:?}");
 }
 
 /// Runs one step on one target; `None` for steps that are not compared.
@@ -530,14 +307,13 @@ async fn run(
     target: &mut Target,
     step: &Step,
     namespace: &str,
-    plane: &ControlPlane,
-    sim: &kube_sim::Server,
+    shared: &Shared,
 ) -> Result<Option<Answer>, String> {
     let captured = target.captured.clone();
     let vars = Vars { namespace, captured: &captured };
     let answer = if let Some(request) = &step.request {
         let (method, path) = request.split_once(' ').expect("`METHOD /path`");
-        let client = target.client_for(step.user.as_deref(), namespace, plane, sim).await;
+        let client = target.client_for(step.user.as_deref(), namespace, shared).await;
         send(&client, method, &fill(path, &vars), step, &vars).await
     } else if let Some(args) = &step.kubectl {
         let args: Vec<String> = args.iter().map(|a| fill(a, &vars)).collect();
@@ -555,16 +331,39 @@ async fn run(
             answer.compared["stdout"] = body;
         }
         answer
+    } else if let Some(prefix) = &step.reviews {
+        // What the webhook received since the last look, as it received it.
+        let prefix = format!("{}/{}", target.name, fill(prefix, &vars));
+        let reviews: Vec<Value> = shared
+            .recorder
+            .take(&prefix)
+            .into_iter()
+            .map(|r| {
+                let path = r.path_and_query.strip_prefix(&format!("/{}", target.name)).unwrap_or_default();
+                json!({"path": path, "review": r.review})
+            })
+            .collect();
+        let mut compared = json!({"reviews": reviews});
+        normalise(&mut compared);
+        Answer { code: 200, raw: compared.clone(), compared }
+    } else if let Some(prefix) = &step.webhook_ready {
+        let prefix = format!("{}/{}", target.name, fill(prefix, &vars));
+        if !webhook_ready(&target.client, &shared.recorder, &prefix, &vars).await {
+            return Err(format!("{}: no review reached {prefix}", target.name));
+        }
+        return Ok(None);
     } else {
-        let wait = step.wait.as_deref().expect("a step is a request, kubectl or wait");
+        let wait = step.wait.as_deref().expect("a step is a request, kubectl, reviews, webhookReady or wait");
         let path = fill(wait.strip_prefix("GET ").expect("`GET /path`"), &vars);
-        let client = target.client_for(step.user.as_deref(), namespace, plane, sim).await;
-        if !wait_until(&client, &path, &step.until, &vars).await {
-            return Err(format!("{}: {path} never had {:?}", target.name, step.until));
+        let client = target.client_for(step.user.as_deref(), namespace, shared).await;
+        if let Err(last) = wait_until(&client, &path, &step.until, &vars).await {
+            return Err(format!("{}: {path} never had {:?}; last answer: {last}", target.name, step.until));
         }
         return Ok(None);
     };
     let mut answer = answer;
+    // Each server calls the review recorder at its own prefix.
+    replace_in_strings(&mut answer.compared, &shared.recorder.url(target.name), "$WEBHOOK");
     step.ignore.iter().for_each(|p| drop_pointer(&mut answer.compared, p));
     for (name, pointer) in &step.capture {
         let value =
@@ -575,13 +374,43 @@ async fn run(
     Ok(Some(answer))
 }
 
-/// Polls `path` until every condition of `until` holds (30 s at most).
+/// Dry-run creates a marker ConfigMap until the webhook at `prefix` has seen one (a new webhook
+/// configuration takes effect when the apiserver's informer has it, as upstream's e2e tests
+/// wait for it), then forgets every review of the target (30 s at most).
+async fn webhook_ready(
+    client: &kube::Client,
+    recorder: &ReviewRecorder,
+    prefix: &str,
+    vars: &Vars<'_>,
+) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let step = Step {
+        body: Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "webhook-marker"}})),
+        ..Step::default()
+    };
+    let path = format!("/api/v1/namespaces/{}/configmaps?dryRun=All", vars.namespace);
+    loop {
+        send(client, "POST", &path, &step, vars).await;
+        if !recorder.take(prefix).is_empty() {
+            let target = prefix.split('/').next().unwrap_or_default();
+            recorder.take(target);
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Polls `path` until every condition of `until` holds (30 s at most); the last answer when
+/// they never did.
 async fn wait_until(
     client: &kube::Client,
     path: &str,
     until: &BTreeMap<String, Value>,
     vars: &Vars<'_>,
-) -> bool {
+) -> Result<(), Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
     let step = Step::default();
     loop {
@@ -597,18 +426,11 @@ async fn wait_until(
             p => body.pointer(p).unwrap_or(&Value::Null) == want,
         });
         if holds {
-            return true;
+            return Ok(());
         }
         if Instant::now() > deadline {
-            return false;
+            return Err(answer.compared);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// The differences listed in kube-sim's README: `diff:scenario/step` tokens.
-fn listed() -> BTreeSet<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kube-sim/README.md"))
-        .expect("README");
-    readme.split('`').filter_map(|t| t.strip_prefix("diff:")).map(str::to_owned).collect()
 }
