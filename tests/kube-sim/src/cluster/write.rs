@@ -99,6 +99,12 @@ fn initial_status(info: &ResourceInfo) -> Option<Value> {
         ("", "pods") => Some(json!({"phase": "Pending"})),
         ("", "namespaces") => Some(json!({"phase": "Active"})),
         ("apps", "deployments") => Some(json!({})),
+        // The zero statuses upstream's strategies reset new objects to (non-omitempty counters).
+        ("apps", "replicasets") => Some(json!({"replicas": 0})),
+        ("apps", "statefulsets") => Some(json!({"availableReplicas": 0, "replicas": 0})),
+        ("apps", "daemonsets") => Some(
+            json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}),
+        ),
         ("policy", "poddisruptionbudgets") => Some(
             json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
         ),
@@ -239,6 +245,7 @@ impl Cluster {
         }
         crate::defaults::apply(&info.storage_group, &info.plural, &mut object);
         strip_server_fields(&mut object);
+        crate::defaults::prepare_for_create(&info.storage_group, &info.plural, &mut object);
         if !opts.keep_status
             && let Value::Object(m) = &mut object
         {
@@ -480,6 +487,7 @@ impl Cluster {
                     }
                 }
                 crate::defaults::apply(&info.storage_group, &info.plural, &mut n);
+                crate::defaults::prepare_for_update(&info.storage_group, &info.plural, &mut n, current);
                 n
             }
         };
