@@ -1,4 +1,6 @@
-//! Decode-time defaulting for the built-in types the product reads (upstream `SetDefaults_*`).
+//! Decode-time defaulting for the built-in types the product reads (upstream `SetDefaults_*`),
+//! and the few fields the strategies set on create and update (`PrepareForCreate`,
+//! `PrepareForUpdate`), which, unlike defaults, no manager owns.
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -31,6 +33,39 @@ fn pod_spec(spec: &mut Value) {
                 default(c, "terminationMessagePolicy", json!("File"));
                 // A non-pointer struct upstream: always written, `{}` when empty.
                 default(c, "resources", json!({}));
+                for port in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                    default(port, "protocol", json!("TCP"));
+                }
+            }
+        }
+    }
+}
+
+/// What the strategy sets on a new object of `group`/`plural`: a namespace's `kubernetes`
+/// finalizer.
+pub fn prepare_for_create(group: &str, plural: &str, object: &mut Value) {
+    if (group, plural) == ("", "namespaces") && object.is_object() {
+        default(object, "spec", json!({}));
+        default(&mut object["spec"], "finalizers", json!(["kubernetes"]));
+    }
+}
+
+/// What the strategy keeps from the stored object on an update of `group`/`plural`: a
+/// namespace's finalizers (changed only through `/finalize` upstream).
+pub fn prepare_for_update(group: &str, plural: &str, object: &mut Value, current: &Value) {
+    if (group, plural) != ("", "namespaces") || !object.is_object() {
+        return;
+    }
+    match current.get("spec").and_then(|spec| spec.get("finalizers")) {
+        Some(finalizers) => {
+            default(object, "spec", json!({}));
+            if let Value::Object(spec) = &mut object["spec"] {
+                spec.insert("finalizers".into(), finalizers.clone());
+            }
+        }
+        None => {
+            if let Some(Value::Object(spec)) = object.get_mut("spec") {
+                spec.remove("finalizers");
             }
         }
     }
@@ -38,10 +73,9 @@ fn pod_spec(spec: &mut Value) {
 
 /// What the default admission plugins add to a new Pod, as a real apiserver runs them:
 /// ServiceAccount (the `default` account and its projected token volume, mounted in every
-/// container), DefaultTolerationSeconds, Priority; and `enableServiceLinks`.
+/// container), DefaultTolerationSeconds, Priority.
 pub fn admit_new_pod(pod: &mut Value) {
     let Some(spec) = pod.get_mut("spec").filter(|s| s.is_object()) else { return };
-    default(spec, "enableServiceLinks", json!(true));
     default(spec, "serviceAccountName", json!("default"));
     let account = spec["serviceAccountName"].clone();
     spec["serviceAccount"] = account;
@@ -49,7 +83,8 @@ pub fn admit_new_pod(pod: &mut Value) {
     default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     default(spec, "tolerations", json!([]));
     for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
-        let tolerations = spec["tolerations"].as_array_mut().expect("defaulted to a list");
+        // Not a list: validation refuses it later.
+        let Some(tolerations) = spec["tolerations"].as_array_mut() else { break };
         if !tolerations
             .iter()
             .any(|t| t["key"] == key && (t["effect"] == "NoExecute" || t["effect"].is_null()))
@@ -105,8 +140,10 @@ pub fn pod_qos_class(pod: &Value) -> &'static str {
 pub fn apply(group: &str, plural: &str, object: &mut Value) {
     match (group, plural) {
         ("", "pods") => {
-            if let Some(spec) = object.get_mut("spec") {
+            if let Some(spec) = object.get_mut("spec").filter(|s| s.is_object()) {
                 pod_spec(spec);
+                // `SetDefaults_Pod` (not pod templates).
+                default(spec, "enableServiceLinks", json!(true));
             }
         }
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
@@ -120,11 +157,16 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             }
             if plural == "deployments" {
                 default(spec, "progressDeadlineSeconds", json!(600));
-                default(
-                    spec,
-                    "strategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
-                );
+                // `SetDefaults_Deployment`: also fills a partial strategy (`kubectl create
+                // deployment` sends `strategy: {}`).
+                default(spec, "strategy", json!({}));
+                let strategy = &mut spec["strategy"];
+                default(strategy, "type", json!("RollingUpdate"));
+                if strategy["type"] == "RollingUpdate" {
+                    default(strategy, "rollingUpdate", json!({}));
+                    default(&mut strategy["rollingUpdate"], "maxUnavailable", json!("25%"));
+                    default(&mut strategy["rollingUpdate"], "maxSurge", json!("25%"));
+                }
             }
             if let Some(tspec) = spec.get_mut("template").and_then(|t| t.get_mut("spec")) {
                 pod_spec(tspec);
@@ -140,10 +182,7 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             }
         }
         ("", "namespaces") => {
-            // The namespace strategy: the `kubernetes` finalizer, and a label naming it (set
-            // whatever the client sent).
-            default(object, "spec", json!({}));
-            default(&mut object["spec"], "finalizers", json!(["kubernetes"]));
+            // A label naming it (set whatever the client sent).
             let name = object["metadata"]["name"].clone();
             if name.is_string() {
                 default(&mut object["metadata"], "labels", json!({}));

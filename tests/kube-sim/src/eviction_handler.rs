@@ -169,7 +169,14 @@ async fn write_pdb_status(
             "metadata": {"name": update.pdb_name, "namespace": ns, "resourceVersion": update.resource_version},
             "status": update.status});
         match cluster
-            .update(&pdbs(), Some(ns), &update.pdb_name, Some("status"), body, &WriteOptions::default())
+            .update(
+                &pdbs(),
+                Some(ns),
+                &update.pdb_name,
+                Some("status"),
+                body,
+                &WriteOptions::from_user_agent("kube-apiserver"),
+            )
             .await
         {
             Ok(_) => return Ok(()),
@@ -199,7 +206,9 @@ async fn condition_and_delete(
         let pod = (*cluster.get(&pods(), Some(ns), name)?).clone();
         let updated =
             disruption_target_update(&pod, &options, jiff::Timestamp::now()).map_err(|r| r.to_api_error())?;
-        let internal = WriteOptions { skip_admission: true, ..WriteOptions::default() };
+        // The eviction's own pod writes are storage updates upstream: no field tracking.
+        let internal =
+            WriteOptions { skip_admission: true, skip_field_tracking: true, ..WriteOptions::default() };
         let stored = cluster.update(&pods(), Some(ns), name, Some("status"), updated, &internal).await?;
         let rv = stored["metadata"]["resourceVersion"].as_str().unwrap_or_default();
         options = after_condition_write(&options, rv);

@@ -6,6 +6,7 @@
 //! directly through the [`Cluster`] API.
 
 pub mod go_json;
+pub(crate) mod managed_fields;
 pub mod patch;
 pub mod protobuf;
 pub mod selector;

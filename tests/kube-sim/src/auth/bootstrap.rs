@@ -73,7 +73,7 @@ pub fn cluster_role_bindings() -> Vec<Value> {
 
 /// Creates the bootstrap ClusterRoles and ClusterRoleBindings that do not exist yet.
 pub async fn install(cluster: &Cluster) -> Result<(), ApiError> {
-    let options = WriteOptions { skip_admission: true, ..WriteOptions::default() };
+    let options = WriteOptions { skip_admission: true, ..WriteOptions::from_user_agent("kube-apiserver") };
     let sets = [("clusterroles", cluster_roles()), ("clusterrolebindings", cluster_role_bindings())];
     for (plural, objects) in sets {
         let gvr = Gvr::new("rbac.authorization.k8s.io", "v1", plural);

@@ -7,6 +7,7 @@ mod hooks;
 mod options;
 mod patching;
 mod scale;
+mod tracking;
 mod watch;
 mod write;
 
@@ -19,6 +20,7 @@ use serde_json::Value;
 
 pub use hooks::{AdmissionHook, AdmissionRequest, Operation, SubresourceHandler, SubresourceRequest};
 pub use options::{DeleteOptions, DeleteOutcome, Gvr, ListOptions, ListResult, WatchOptions, WriteOptions};
+pub(crate) use patching::{field_manager_errors, patch_option_errors};
 pub use watch::{WatchEvent, WatchEventType, WatchStream};
 
 use crate::error::ApiError;
@@ -107,7 +109,8 @@ impl Cluster {
         };
         for ns in INITIAL_NAMESPACES {
             let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": ns}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+                "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
+                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
             // Cannot fail: fresh store, valid names.
             let _ = cluster.create_blocking_internal(object);
         }
@@ -278,6 +281,12 @@ impl Cluster {
             )
             .ok_or_else(ApiError::no_route)?;
         let mut object = object;
+        // Created by the apiserver itself, as upstream's system namespaces are.
+        let options = WriteOptions::from_user_agent("kube-apiserver");
+        let entries = self.with_write(&info, write::Target::Main, &options, |w| {
+            crate::managed_fields::track_update(w, None, &object)
+        });
+        crate::managed_fields::set_managed_fields(&mut object, entries);
         let meta = crate::meta::meta_mut(&mut object);
         meta.insert("uid".into(), Value::String(crate::meta::new_uid()));
         meta.insert("creationTimestamp".into(), Value::String(crate::meta::now_rfc3339()));

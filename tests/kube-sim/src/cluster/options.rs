@@ -33,14 +33,35 @@ impl Gvr {
 pub struct WriteOptions {
     /// `dryRun=All`: validate and admit, store nothing.
     pub dry_run: bool,
-    /// `fieldManager` (recorded only).
+    /// `fieldManager`: the manager `metadata.managedFields` records the write under (required
+    /// for server-side apply).
     pub field_manager: Option<String>,
-    /// `force` of server-side apply (accepted, no conflict detection).
+    /// The client's `User-Agent`: without `field_manager`, its product (the text before the
+    /// first `/`) is the manager, as upstream derives it; `unknown` when neither is set.
+    pub user_agent: Option<String>,
+    /// `force` of server-side apply: take the fields other managers own instead of failing
+    /// with a conflict.
     pub force: bool,
     /// Skip admission hooks (writes the server makes itself).
     pub skip_admission: bool,
     /// Keep `status` from the body on create and main-resource updates (seeding, fixtures).
     pub keep_status: bool,
+    /// Leave `metadata.managedFields` as they are (server writes upstream makes without field
+    /// tracking, such as a pod's binding).
+    pub skip_field_tracking: bool,
+}
+
+impl WriteOptions {
+    /// The options of a client identified by `user_agent` (e.g. `kube-controller-manager`).
+    pub fn from_user_agent(user_agent: &str) -> Self {
+        Self { user_agent: Some(user_agent.to_string()), ..Self::default() }
+    }
+
+    /// The field manager of a write with these options (before `unknown` replaces an empty
+    /// one).
+    pub fn manager(&self) -> String {
+        crate::managed_fields::manager_name(self.field_manager.as_deref(), self.user_agent.as_deref())
+    }
 }
 
 /// Options of list.

@@ -24,10 +24,9 @@ pub(crate) fn to_scale(paths: &ScalePaths, object: &Value) -> Value {
             _ => {}
         }
     }
-    // `spec.replicas` is `omitempty` in autoscaling/v1 (`status.replicas` is not).
+    // `ScaleSpec.replicas` is `omitempty`: a Scale of zero replicas has `spec: {}`.
     let spec = if spec_replicas == 0 { json!({}) } else { json!({"replicas": spec_replicas}) };
-    json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
-        "spec": spec, "status": status})
+    json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta, "spec": spec, "status": status})
 }
 
 /// `object` with the desired replicas of `scale` written into it.

@@ -1,6 +1,6 @@
 //! The write pipeline (create, update, patch, delete) in the upstream order:
-//! decode/default → mutating admission → system fields → validation → validating admission →
-//! persist (k8s-semantics §0.3).
+//! decode/default → field ownership (`metadata.managedFields`) → mutating admission → system
+//! fields → validation → validating admission → persist (k8s-semantics §0.3).
 
 use std::sync::Arc;
 
@@ -10,6 +10,7 @@ use super::Cluster;
 use super::hooks::{AdmissionRequest, Operation};
 use super::options::{Gvr, WriteOptions};
 use super::scale::{apply_scale, to_scale};
+use super::tracking::{ScaleChange, Tracking};
 use crate::error::ApiError;
 use crate::meta::{meta_mut, meta_str, new_uid, now_rfc3339, random_suffix};
 use crate::resources::{ResourceInfo, crd_resources};
@@ -34,7 +35,7 @@ impl Target {
             Some(_) => Err(ApiError::no_route()),
         }
     }
-    fn name(self) -> Option<String> {
+    pub(super) fn name(self) -> Option<String> {
         match self {
             Self::Main => None,
             Self::Status => Some("status".into()),
@@ -82,7 +83,6 @@ pub(super) fn check_type_meta(info: &ResourceInfo, object: &mut Value) -> Result
 fn strip_server_fields(object: &mut Value) {
     let meta = meta_mut(object);
     for f in [
-        "managedFields",
         "selfLink",
         "uid",
         "creationTimestamp",
@@ -103,6 +103,12 @@ fn initial_status(info: &ResourceInfo) -> Option<Value> {
         ("autoscaling", "horizontalpodautoscalers") => {
             Some(json!({"currentMetrics": null, "desiredReplicas": 0}))
         }
+        // The zero statuses upstream's strategies reset new objects to (non-omitempty counters).
+        ("apps", "replicasets") => Some(json!({"replicas": 0})),
+        ("apps", "statefulsets") => Some(json!({"availableReplicas": 0, "replicas": 0})),
+        ("apps", "daemonsets") => Some(
+            json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}),
+        ),
         ("policy", "poddisruptionbudgets") => Some(
             json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
         ),
@@ -198,7 +204,7 @@ impl Cluster {
         let info = self.resource(gvr)?;
         let mut object = object;
         check_type_meta(&info, &mut object)?;
-        let created = self.create_checked(&info, namespace, object, opts).await?;
+        let created = self.create_checked(&info, namespace, object, opts, Tracking::Update).await?;
         Ok(Self::served_form(&info, created))
     }
 
@@ -208,6 +214,7 @@ impl Cluster {
         namespace: Option<&str>,
         mut object: Value,
         opts: &WriteOptions,
+        tracking: Tracking,
     ) -> Result<Arc<Value>, ApiError> {
         if info.group == "events.k8s.io" {
             object = crate::event_mapping::to_core(&object);
@@ -247,6 +254,15 @@ impl Cluster {
         }
         crate::defaults::apply(&info.storage_group, &info.plural, &mut object);
         strip_server_fields(&mut object);
+        // The creator owns what it set and what defaulting added (upstream tracks the decoded
+        // object, before the strategy's and admission's changes).
+        if tracking == Tracking::Update && !opts.skip_field_tracking {
+            let entries = self.with_write(info, Target::Main, opts, |w| {
+                crate::managed_fields::track_update(w, None, &object)
+            });
+            crate::managed_fields::set_managed_fields(&mut object, entries);
+        }
+        crate::defaults::prepare_for_create(&info.storage_group, &info.plural, &mut object);
         if !opts.keep_status
             && let Value::Object(m) = &mut object
         {
@@ -393,8 +409,11 @@ impl Cluster {
                     ));
                 }
                 match (target, &info.scale) {
-                    (Target::Scale, Some(paths)) => Ok(apply_scale(paths, current, &body)),
-                    _ => Ok(body.clone()),
+                    (Target::Scale, Some(paths)) => {
+                        let (object, _) = self.scale_write(&info, paths, current, ScaleChange::To(&body), opts)?;
+                        Ok((object, Tracking::Keep))
+                    }
+                    _ => Ok((body.clone(), Tracking::Update)),
                 }
             })
             .await?;
@@ -425,7 +444,7 @@ impl Cluster {
     /// PATCH of the object or a subresource. Returns the answer and whether it created the
     /// Read-modify-write with retries on concurrent changes (upstream `GuaranteedUpdate`).
     /// `build` turns the current object into the requested new one (before status/spec
-    /// separation and system fields).
+    /// separation and system fields) and says how its managed fields are decided.
     pub(super) async fn guaranteed_update(
         &self,
         info: &Arc<ResourceInfo>,
@@ -433,15 +452,15 @@ impl Cluster {
         name: &str,
         target: Target,
         opts: &WriteOptions,
-        mut build: impl FnMut(&Arc<Value>) -> Result<Value, ApiError>,
+        mut build: impl FnMut(&Arc<Value>) -> Result<(Value, Tracking), ApiError>,
     ) -> Result<Arc<Value>, ApiError> {
         for _ in 0..MAX_RETRIES {
             let current = self
                 .store()
                 .get(&info.storage_key(), ns, name)
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
-            let requested = build(&current)?;
-            match self.finish_update(info, target, &current, requested, opts).await? {
+            let (requested, tracking) = build(&current)?;
+            match self.finish_update(info, target, &current, requested, opts, tracking).await? {
                 Attempt::Done(v) => return Ok(v),
                 Attempt::Retry => continue,
             }
@@ -456,7 +475,9 @@ impl Cluster {
         current: &Arc<Value>,
         requested: Value,
         opts: &WriteOptions,
+        tracking: Tracking,
     ) -> Result<Attempt<Arc<Value>>, ApiError> {
+        let sent_entries = requested.get("metadata").and_then(|m| m.get("managedFields")).cloned();
         let mut new = match target {
             Target::Status => {
                 let mut n = (**current).clone();
@@ -488,6 +509,7 @@ impl Cluster {
                     }
                 }
                 crate::defaults::apply(&info.storage_group, &info.plural, &mut n);
+                crate::defaults::prepare_for_update(&info.storage_group, &info.plural, &mut n, current);
                 n
             }
         };
@@ -522,6 +544,22 @@ impl Cluster {
             Some(paths) => to_scale(paths, object),
             None => object.clone(),
         };
+        // Field ownership, before admission as upstream's handlers track it.
+        let entries = match tracking {
+            Tracking::Keep => sent_entries,
+            Tracking::Update if opts.skip_field_tracking => {
+                current.pointer("/metadata/managedFields").cloned()
+            }
+            Tracking::Update => {
+                if let Some(sent) = sent_entries {
+                    meta_mut(&mut new).insert("managedFields".into(), sent);
+                }
+                self.with_write(info, target, opts, |w| {
+                    crate::managed_fields::track_update(w, Some(current), &new)
+                })
+            }
+        };
+        crate::managed_fields::set_managed_fields(&mut new, entries);
         let request = AdmissionRequest {
             resource: info.clone(),
             subresource: target.name(),

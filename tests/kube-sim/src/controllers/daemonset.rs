@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::json;
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::replicaset::controller_named;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
 use crate::cluster::{DeleteOptions, Gvr, WriteOptions};
@@ -50,7 +51,12 @@ impl Reconciler for DaemonSets {
                 for node in &plan.create_on {
                     let result = ctx
                         .cluster
-                        .create(&gvr, Some(&key.0), daemon_pod(&ds, node), &WriteOptions::default())
+                        .create(
+                            &gvr,
+                            Some(&key.0),
+                            daemon_pod(&ds, node),
+                            &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                        )
                         .await;
                     if let Err(e) = result {
                         return retry_delay(&e);
@@ -72,7 +78,14 @@ impl Reconciler for DaemonSets {
                 let gvr = Gvr::new("apps", "v1", "daemonsets");
                 let result = ctx
                     .cluster
-                    .update(&gvr, Some(&key.0), &key.1, Some("status"), body, &WriteOptions::default())
+                    .update(
+                        &gvr,
+                        Some(&key.0),
+                        &key.1,
+                        Some("status"),
+                        body,
+                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                    )
                     .await;
                 return result.err().and_then(|e| retry_delay(&e));
             }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::replicaset::controller_named;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
 use crate::cluster::{DeleteOptions, Gvr, WriteOptions};
@@ -56,9 +57,11 @@ impl Reconciler for Deployments {
             let ns = Some(key.0.as_str());
             for change in sync.changes {
                 let result = match change {
-                    RsChange::Create(rs) => {
-                        ctx.cluster.create(&rs_gvr, ns, rs, &WriteOptions::default()).await.map(drop)
-                    }
+                    RsChange::Create(rs) => ctx
+                        .cluster
+                        .create(&rs_gvr, ns, rs, &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER))
+                        .await
+                        .map(drop),
                     RsChange::Update { name, replicas, annotations } => {
                         let patch =
                             json!({"metadata": {"annotations": annotations}, "spec": {"replicas": replicas}});
@@ -70,7 +73,7 @@ impl Reconciler for Deployments {
                                 None,
                                 PatchType::Merge,
                                 patch.to_string().as_bytes(),
-                                &WriteOptions::default(),
+                                &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
                             )
                             .await
                             .map(drop)
@@ -96,7 +99,14 @@ impl Reconciler for Deployments {
                 body["status"] = sync.status;
                 let result = ctx
                     .cluster
-                    .update(&gvr, ns, &key.1, Some("status"), body, &WriteOptions::default())
+                    .update(
+                        &gvr,
+                        ns,
+                        &key.1,
+                        Some("status"),
+                        body,
+                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                    )
                     .await;
                 return result.err().and_then(|e| retry_delay(&e));
             }
@@ -106,7 +116,14 @@ impl Reconciler for Deployments {
                     "status": sync.status});
                 let result = ctx
                     .cluster
-                    .update(&gvr, ns, &key.1, Some("status"), body, &WriteOptions::default())
+                    .update(
+                        &gvr,
+                        ns,
+                        &key.1,
+                        Some("status"),
+                        body,
+                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                    )
                     .await;
                 return result.err().and_then(|e| retry_delay(&e));
             }

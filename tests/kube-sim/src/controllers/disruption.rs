@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::events::EventRecorder;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
 use crate::cluster::{Gvr, WriteOptions};
@@ -192,7 +193,14 @@ impl Reconciler for Disruption {
             let gvr = Gvr::new("policy", "v1", "poddisruptionbudgets");
             match ctx
                 .cluster
-                .update(&gvr, Some(&key.0), &key.1, Some("status"), body, &WriteOptions::default())
+                .update(
+                    &gvr,
+                    Some(&key.0),
+                    &key.1,
+                    Some("status"),
+                    body,
+                    &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                )
                 .await
             {
                 Ok(_) => recheck,
@@ -248,7 +256,14 @@ impl Reconciler for StaleDisruptionTargets {
                     let gvr = Gvr::new("", "v1", "pods");
                     let result = ctx
                         .cluster
-                        .update(&gvr, Some(&key.0), &key.1, Some("status"), body, &WriteOptions::default())
+                        .update(
+                            &gvr,
+                            Some(&key.0),
+                            &key.1,
+                            Some("status"),
+                            body,
+                            &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                        )
                         .await;
                     result.err().and_then(|e| retry_delay(&e))
                 }

@@ -45,7 +45,7 @@ impl EventRecorder {
                     None,
                     PatchType::StrategicMerge,
                     patch.to_string().as_bytes(),
-                    &WriteOptions::default(),
+                    &WriteOptions::from_user_agent(super::KUBE_CONTROLLER_MANAGER),
                 )
                 .await;
             if patched.is_ok() {
@@ -62,7 +62,16 @@ impl EventRecorder {
             "reason": event.reason, "message": event.message, "source": {"component": COMPONENT},
             "firstTimestamp": now, "lastTimestamp": now, "count": 1, "type": event.event_type,
             "eventTime": null, "reportingComponent": COMPONENT, "reportingInstance": ""});
-        if cluster.create(&gvr, Some(&namespace), body, &WriteOptions::default()).await.is_ok() {
+        if cluster
+            .create(
+                &gvr,
+                Some(&namespace),
+                body,
+                &WriteOptions::from_user_agent(super::KUBE_CONTROLLER_MANAGER),
+            )
+            .await
+            .is_ok()
+        {
             self.remember(key, name, 1);
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, ObjectRef, Recheck, Reconciler, key_of, retry_delay, storage_key};
 use crate::cluster::{DeleteOptions, Gvr, WriteOptions};
 use crate::cluster_logic::common::{is_terminating, uid_of};
@@ -144,7 +145,7 @@ async fn merge_patch(ctx: &Ctx, info: &ResourceInfo, object: &Value, patch: Valu
             None,
             PatchType::Merge,
             patch.to_string().as_bytes(),
-            &WriteOptions::default(),
+            &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
         )
         .await
         .map(drop)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, key_of, retry_delay};
 use crate::cluster::{Gvr, WriteOptions};
 use crate::cluster_logic::hpa::sync_hpa;
@@ -89,7 +90,14 @@ impl Reconciler for Hpa {
                 let gvr = Gvr::new(&info.group, &info.version, &info.plural);
                 if let Err(e) = ctx
                     .cluster
-                    .update(&gvr, Some(&key.0), name, Some("scale"), body, &WriteOptions::default())
+                    .update(
+                        &gvr,
+                        Some(&key.0),
+                        name,
+                        Some("scale"),
+                        body,
+                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                    )
                     .await
                 {
                     return retry_delay(&e);
@@ -102,7 +110,14 @@ impl Reconciler for Hpa {
                 let gvr = Gvr::new("autoscaling", "v2", "horizontalpodautoscalers");
                 let result = ctx
                     .cluster
-                    .update(&gvr, Some(&key.0), &key.1, Some("status"), body, &WriteOptions::default())
+                    .update(
+                        &gvr,
+                        Some(&key.0),
+                        &key.1,
+                        Some("status"),
+                        body,
+                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                    )
                     .await;
                 return result.err().and_then(|e| retry_delay(&e));
             }

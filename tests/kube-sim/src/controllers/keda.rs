@@ -58,14 +58,23 @@ impl Reconciler for Keda {
             let name = keda_hpa_name(&so);
             let gvr = Gvr::new("autoscaling", "v2", "horizontalpodautoscalers");
             let result = match ctx.get("autoscaling", "horizontalpodautoscalers", &key.0, &name) {
-                None => {
-                    ctx.cluster.create(&gvr, Some(&key.0), desired, &WriteOptions::default()).await.map(drop)
-                }
+                None => ctx
+                    .cluster
+                    .create(&gvr, Some(&key.0), desired, &WriteOptions::from_user_agent("keda-operator"))
+                    .await
+                    .map(drop),
                 Some(found) => match keda_hpa_update(&desired, &found) {
                     // KEDA PUTs the freshly generated object: unconditional, wholesale.
                     Some(object) => ctx
                         .cluster
-                        .update(&gvr, Some(&key.0), &name, None, object, &WriteOptions::default())
+                        .update(
+                            &gvr,
+                            Some(&key.0),
+                            &name,
+                            None,
+                            object,
+                            &WriteOptions::from_user_agent("keda-operator"),
+                        )
                         .await
                         .map(drop),
                     None => Ok(()),

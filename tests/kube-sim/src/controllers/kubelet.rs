@@ -88,7 +88,14 @@ impl Reconciler for Kubelet {
                         "status": status});
                     let result = ctx
                         .cluster
-                        .update(&gvr, Some(&key.0), &key.1, Some("status"), body, &WriteOptions::default())
+                        .update(
+                            &gvr,
+                            Some(&key.0),
+                            &key.1,
+                            Some("status"),
+                            body,
+                            &WriteOptions::from_user_agent("kubelet"),
+                        )
                         .await;
                     result.err().and_then(|e| retry_delay(&e))
                 }

@@ -34,6 +34,10 @@ use runtime::{Ctx, Loop};
 /// Set to `"true"` on a pod to make (or keep) it unready; remove it to let it become Ready.
 pub use crate::cluster_logic::kubelet::UNREADY_ANNOTATION;
 
+/// The User-Agent product of the controllers' writes (their field manager), as upstream's
+/// `kube-controller-manager` sends it.
+pub(crate) const KUBE_CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
 /// How the simulated cluster behaves (`--nodes`, `--pods-per-node`, ...).
 #[derive(Clone, Debug)]
 pub struct ClusterBehaviour {
@@ -192,7 +196,8 @@ pub fn node_object(name: &str, pods_per_node: usize) -> serde_json::Value {
 /// The cluster should have been built with [`ClusterBehaviour::cluster_config`].
 pub async fn start(cluster: &Cluster, behaviour: ClusterBehaviour) -> Result<BehaviourHandle, ApiError> {
     let nodes = Gvr::new("", "v1", "nodes");
-    let keep = WriteOptions { keep_status: true, skip_admission: true, ..WriteOptions::default() };
+    let keep =
+        WriteOptions { keep_status: true, skip_admission: true, ..WriteOptions::from_user_agent("kubelet") };
     for i in 1..=behaviour.nodes {
         let name = format!("node-{i}");
         if cluster.get(&nodes, None, &name).is_err() {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::json;
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, retry_delay};
 use crate::cluster::{Gvr, WriteOptions};
 use crate::store::StoredEvent;
@@ -72,7 +73,10 @@ impl Reconciler for NamespaceDefaults {
                     continue;
                 }
                 let gvr = Gvr::new("", "v1", plural);
-                let created = ctx.cluster.create(&gvr, Some(ns), object, &WriteOptions::default()).await;
+                let created = ctx
+                    .cluster
+                    .create(&gvr, Some(ns), object, &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER))
+                    .await;
                 if let Some(delay) = created.err().and_then(|e| retry_delay(&e)) {
                     return Some(delay);
                 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::json;
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
 use crate::cluster::{Gvr, WriteOptions};
 use crate::cluster_logic::scheduler::reconcile_cordon_taint;
@@ -44,7 +45,7 @@ impl Reconciler for NodeLifecycle {
                     None,
                     PatchType::Merge,
                     patch.to_string().as_bytes(),
-                    &WriteOptions::default(),
+                    &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
                 )
                 .await;
             result.err().and_then(|e| retry_delay(&e))

@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
 use crate::cluster::{DeleteOptions, Gvr, WriteOptions};
 use crate::cluster_logic::common::{controller_ref, int_at, uid_of};
@@ -63,7 +64,7 @@ impl Reconciler for ReplicaSets {
             };
             let now = jiff::Timestamp::now();
             let gvr = Gvr::new("", "v1", "pods");
-            let create_opts = WriteOptions::default();
+            let create_opts = WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER);
             let deleting = rs["metadata"]["deletionTimestamp"].is_string();
             match manage_replicas(&rs, &pods, &related, now) {
                 ReplicaSetAction::InSync => {}
@@ -104,7 +105,14 @@ impl Reconciler for ReplicaSets {
                 let gvr = Gvr::new("apps", "v1", "replicasets");
                 if let Err(e) = ctx
                     .cluster
-                    .update(&gvr, Some(&key.0), &key.1, Some("status"), body, &WriteOptions::default())
+                    .update(
+                        &gvr,
+                        Some(&key.0),
+                        &key.1,
+                        Some("status"),
+                        body,
+                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
+                    )
                     .await
                 {
                     return retry_delay(&e);

@@ -117,8 +117,13 @@ impl Reconciler for Scheduler {
                 // write, without pod admission.
                 Some(node) => {
                     patch["spec"] = json!({"nodeName": node});
-                    let opts =
-                        WriteOptions { skip_admission: true, keep_status: true, ..WriteOptions::default() };
+                    // Upstream's binding writes the pod without field tracking.
+                    let opts = WriteOptions {
+                        skip_admission: true,
+                        keep_status: true,
+                        skip_field_tracking: true,
+                        ..WriteOptions::default()
+                    };
                     let bound = ctx
                         .cluster
                         .patch(
@@ -149,7 +154,7 @@ impl Reconciler for Scheduler {
                             Some("status"),
                             PatchType::Merge,
                             patch.to_string().as_bytes(),
-                            &WriteOptions::default(),
+                            &WriteOptions::from_user_agent("kube-scheduler"),
                         )
                         .await
                 }

@@ -96,15 +96,12 @@ async fn handle(
             record.name = rp.name.clone().unwrap_or_default();
             let params = route::parse_query(&query);
             record.verb = resource::verb(&method, &rp, &params).to_string();
-            let served = resource::handle(
-                &state.cluster,
-                rp,
-                &method,
-                &params,
-                &accept,
-                &content_type,
-                req.into_body(),
-            );
+            let headers = resource::Headers {
+                accept: &accept,
+                content_type: &content_type,
+                user_agent: &record.user_agent,
+            };
+            let served = resource::handle(&state.cluster, rp, &method, &params, headers, req.into_body());
             match checked.user {
                 Some(user) => crate::auth::serve_as(user, served).await,
                 None => served.await,

@@ -44,13 +44,15 @@ pub fn verb(method: &str, rp: &ResourcePath, params: &[(String, String)]) -> &'s
     }
 }
 
-fn write_options(params: &[(String, String)]) -> WriteOptions {
+fn write_options(params: &[(String, String)], user_agent: &str) -> WriteOptions {
     WriteOptions {
         dry_run: param(params, "dryRun") == Some("All"),
         field_manager: param(params, "fieldManager").map(String::from),
+        user_agent: Some(user_agent.to_string()).filter(|ua| !ua.is_empty()),
         force: flag(params, "force"),
         skip_admission: false,
         keep_status: false,
+        skip_field_tracking: false,
     }
 }
 
@@ -133,17 +135,26 @@ fn object_response(
     respond::json(code, object)
 }
 
+/// One resource request's headers the handling depends on.
+pub struct Headers<'a> {
+    /// `Accept`.
+    pub accept: &'a str,
+    /// `Content-Type`.
+    pub content_type: &'a str,
+    /// `User-Agent` (names the field manager of writes without `fieldManager`).
+    pub user_agent: &'a str,
+}
+
 /// Handles one resource request.
 pub async fn handle(
     cluster: &Cluster,
     rp: ResourcePath,
     method: &str,
     params: &[(String, String)],
-    accept: &str,
-    content_type: &str,
+    headers: Headers<'_>,
     body: Body,
 ) -> Response<Body> {
-    match handle_inner(cluster, rp, method, params, accept, content_type, body).await {
+    match handle_inner(cluster, rp, method, params, headers, body).await {
         Ok(resp) => resp,
         Err(err) => respond::error(&err),
     }
@@ -154,10 +165,10 @@ async fn handle_inner(
     rp: ResourcePath,
     method: &str,
     params: &[(String, String)],
-    accept: &str,
-    content_type: &str,
+    headers: Headers<'_>,
     body: Body,
 ) -> Result<Response<Body>, ApiError> {
+    let Headers { accept, content_type, user_agent } = headers;
     let gvr = Gvr::new(&rp.group, &rp.version, &rp.plural);
     let info = cluster.resource(&gvr)?;
     if info.namespaced && rp.namespace.is_none() && rp.name.is_some() {
@@ -200,7 +211,12 @@ async fn handle_inner(
         }
     }
     let verb = verb(method, &rp, params);
-    check_dry_run(verb, params)?;
+    let patch_type = PatchType::from_content_type(content_type);
+    let mut options = write_options(params, user_agent);
+    // Any `force` counts as set for the options check (upstream's `*bool`).
+    options.force |=
+        verb == "patch" && patch_type != Some(PatchType::Apply) && param(params, "force").is_some();
+    check_options(verb, params, patch_type, &options)?;
     match (verb, rp.name.as_deref()) {
         ("list", _) => {
             let result = cluster.list(&gvr, ns, &list_options(params))?;
@@ -223,22 +239,21 @@ async fn handle_inner(
         }
         ("create", None) => {
             let object = decode_body(content_type, &body, &info.kind)?;
-            let created = cluster.create(&gvr, ns, object, &write_options(params)).await?;
+            let created = cluster.create(&gvr, ns, object, &options).await?;
             Ok(respond::json(201, &created))
         }
         ("update", Some(name)) => {
             let object = decode_body(content_type, &body, &info.kind)?;
-            let updated = cluster.update(&gvr, ns, name, sub, object, &write_options(params)).await?;
+            let updated = cluster.update(&gvr, ns, name, sub, object, &options).await?;
             Ok(respond::json(200, &updated))
         }
         ("patch", Some(name)) => {
-            let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
+            let patch_type = patch_type.ok_or_else(|| {
                 ApiError::unsupported_media_type(
                     "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
                 )
             })?;
-            let (object, created) =
-                cluster.patch(&gvr, ns, name, sub, patch_type, &body, &write_options(params)).await?;
+            let (object, created) = cluster.patch(&gvr, ns, name, sub, patch_type, &body, &options).await?;
             Ok(respond::json(if created { 201 } else { 200 }, &object))
         }
         ("delete", Some(name)) => {
@@ -273,25 +288,42 @@ async fn handle_inner(
     }
 }
 
-/// `dryRun` takes only `All`; anything else is a 422 on the verb's options, as upstream.
-fn check_dry_run(verb: &str, params: &[(String, String)]) -> Result<(), ApiError> {
-    let values: Vec<&str> = params.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
-    let writes = matches!(verb, "create" | "update" | "patch" | "delete" | "deletecollection");
-    if !writes || values.iter().all(|v| *v == "All") {
-        return Ok(());
-    }
+/// The verb's options checked as upstream's `Validate*Options` do, in their order (the field
+/// manager, then `dryRun`, which takes only `All`); any error is a 422 on the options.
+fn check_options(
+    verb: &str,
+    params: &[(String, String)],
+    patch_type: Option<PatchType>,
+    options: &WriteOptions,
+) -> Result<(), ApiError> {
     let kind = match verb {
         "create" => "CreateOptions",
         "update" => "UpdateOptions",
+        // An unknown patch type is refused first (415).
+        "patch" if patch_type.is_none() => return Ok(()),
         "patch" => "PatchOptions",
-        _ => "DeleteOptions",
+        "delete" | "deletecollection" => "DeleteOptions",
+        _ => return Ok(()),
     };
-    let error = crate::error::FieldError {
-        cause: "FieldValueNotSupported",
-        field: "dryRun".into(),
-        message: format!("dryRun: Unsupported value: {}: supported values: \"All\"", json!(values)),
+    let mut errors = match (verb, patch_type) {
+        ("patch", Some(patch_type)) => crate::cluster::patch_option_errors(patch_type, options),
+        ("create" | "update" | "patch", _) => {
+            crate::cluster::field_manager_errors(options.field_manager.as_deref().unwrap_or_default())
+        }
+        _ => Vec::new(),
     };
-    Err(ApiError::invalid(&format!("{kind}.meta.k8s.io"), "meta.k8s.io", kind, "", &[error]))
+    let values: Vec<&str> = params.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    if !values.iter().all(|v| *v == "All") {
+        errors.push(crate::error::FieldError {
+            cause: "FieldValueNotSupported",
+            field: "dryRun".into(),
+            message: format!("dryRun: Unsupported value: {}: supported values: \"All\"", json!(values)),
+        });
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(&format!("{kind}.meta.k8s.io"), "meta.k8s.io", kind, "", &errors))
 }
 
 /// Kinds whose registry answers a finished DELETE with the object (`ReturnDeletedObject`);

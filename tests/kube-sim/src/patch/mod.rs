@@ -1,12 +1,12 @@
-//! Patch application: JSON patch, JSON merge patch, strategic merge patch and (simplified)
-//! server-side apply, with kube-apiserver's error classes.
+//! Patch application: JSON patch, JSON merge patch, strategic merge patch and the
+//! configuration of a server-side apply, with kube-apiserver's error classes.
 //!
 //! | Content type | Semantics | Errors |
 //! |---|---|---|
 //! | `application/json-patch+json` | RFC 6902 (`json-patch` crate) | body not a patch: 400 `error decoding patch: …` (Go's wording); an operation fails, e.g. `test`: 422 (upstream's generic message; the reason stays in the `PatchError`) |
 //! | `application/merge-patch+json` | RFC 7386: `null` deletes, objects merge, anything else replaces | body not a JSON object: 400 `error decoding patch: …` (Go's wording), `null`: `Invalid JSON Patch` |
 //! | `application/strategic-merge-patch+json` | built-in kinds only: lists with a `patchMergeKey` merge by it | custom resources: 415; body not an object or bad directive: 400 |
-//! | `application/apply-patch+yaml` | see "Server-side apply" below | undecodable YAML/JSON, wrong `apiVersion`/`kind`, `metadata.managedFields` set: 400 |
+//! | `application/apply-patch+yaml` | see "Server-side apply" below | undecodable YAML/JSON, wrong `apiVersion`/`kind`, `metadata.managedFields` set: 400 (checked by [`apply_configuration`]) |
 //!
 //! Strategic merge patch follows `k8s.io/apimachinery/pkg/util/strategicpatch`: `null` deletes
 //! a key; lists merge by the Go struct tags' merge keys (containers, initContainers,
@@ -20,15 +20,17 @@
 //! As upstream, an item added to a merge list without `$setElementOrder` goes to the front.
 //! `api_version` is not used to pick the schema (the tags used here are equal across versions).
 //!
-//! Server-side apply is simplified: the applied configuration is merged into the live object
-//! (`{}` when it does not exist yet) with strategic-merge semantics for built-in kinds and JSON
-//! merge semantics for custom resources. Not modelled: field ownership (`managedFields` is not
-//! maintained), conflicts between field managers (so never a 409 and `force` has no effect), and
-//! removal of fields that an earlier apply by the same manager set but a later one omits (they
-//! stay). The body must name the endpoint's `apiVersion` and `kind`. As in a strategic merge
-//! patch, `null` deletes a field and `$` directives are interpreted (upstream rejects them as
-//! unknown fields). `application/apply-patch+cbor` bodies are read as YAML too, so they fail with
-//! 400. YAML nested deeper than serde-saphyr's default budget (64 levels) is a 400.
+//! Server-side apply: this module reads and checks the configuration ([`apply_configuration`]:
+//! the endpoint's `apiVersion` and `kind`, no `managedFields`); the cluster applies it with
+//! field ownership through [`crate::managed_fields`]: a structured merge (objects field by
+//! field, keyed lists by their `x-kubernetes-list-map-keys`, sets by value, everything else
+//! replaced), removal of the fields the same manager applied before and omits now, conflicts
+//! (409) with other managers, `force`, and `metadata.managedFields` on every write.
+//! [`apply_patch`] with [`PatchType::Apply`] only merges (no ownership). `null` in a
+//! configuration removes the field; keys starting with `$` are dropped for built-in kinds (no
+//! field is named so; upstream drops unknown fields). `application/apply-patch+cbor` bodies are
+//! read as YAML too, so they fail with 400. YAML nested deeper than serde-saphyr's default
+//! budget (64 levels) is a 400.
 //!
 //! Other deviations: errors upstream answers with 500 (a list item without its merge key, an
 //! unknown `$patch` value) or 413 (more than 10000 JSON patch operations) are 400 here. Any patch
@@ -36,7 +38,7 @@
 //! JSON patch that replaces the whole object by a non-object is a 422.
 
 mod order;
-mod schema;
+pub(crate) mod schema;
 mod strategic;
 
 use serde_json::{Map, Value};
@@ -56,7 +58,7 @@ pub enum PatchType {
     Merge,
     /// `application/strategic-merge-patch+json`
     StrategicMerge,
-    /// `application/apply-patch+yaml` (server-side apply, simplified)
+    /// `application/apply-patch+yaml` (server-side apply)
     Apply,
 }
 
@@ -285,17 +287,20 @@ fn json_type_name(value: &Value) -> &'static str {
     }
 }
 
-fn server_side_apply(
+/// The configuration of a server-side apply (`application/apply-patch+yaml`), checked as
+/// upstream checks it before applying: an object of the endpoint's `apiVersion` and `kind`
+/// without `metadata.managedFields`. For built-in kinds, keys starting with `$` (strategic merge
+/// directives, never field names) are dropped, as upstream drops unknown fields.
+pub fn apply_configuration(
     api_version: &str,
     kind: &str,
     builtin: bool,
-    original: &Value,
     body: &[u8],
 ) -> Result<Value, PatchError> {
     // YAML is a superset of JSON, so this also reads the JSON that kubectl sends.
     let applied: Value = serde_saphyr::from_slice(body)
         .map_err(|error| bad_request(format!("error decoding YAML: {error}")))?;
-    let Value::Object(applied) = applied else {
+    let Value::Object(mut applied) = applied else {
         return Err(bad_request(format!(
             "error decoding YAML: the apply configuration must be an object, not {}",
             json_type_name(&applied)
@@ -328,13 +333,42 @@ fn server_side_apply(
         return Err(bad_request("metadata.managedFields must be nil"));
     }
     check_depth(&applied)?;
-    if !builtin {
-        let mut patched = Value::Object(object_or_empty(original));
-        merge_patch_value(&mut patched, Value::Object(applied));
-        return Ok(patched);
+    if builtin {
+        drop_directives(&mut applied);
     }
-    let merged = strategic::strategic_merge(object_or_empty(original), applied, schema::root_for_kind(kind))?;
-    Ok(Value::Object(merged))
+    Ok(Value::Object(applied))
+}
+
+fn drop_directives(map: &mut Map<String, Value>) {
+    map.retain(|key, _| !key.starts_with('$'));
+    for value in map.values_mut() {
+        match value {
+            Value::Object(inner) => drop_directives(inner),
+            Value::Array(items) => {
+                items.iter_mut().filter_map(Value::as_object_mut).for_each(drop_directives)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What an apply does to the object, without field ownership (the cluster applies through
+/// [`crate::managed_fields`], which also removes fields and detects conflicts).
+fn server_side_apply(
+    api_version: &str,
+    kind: &str,
+    builtin: bool,
+    original: &Value,
+    body: &[u8],
+) -> Result<Value, PatchError> {
+    let applied = apply_configuration(api_version, kind, builtin, body)?;
+    crate::managed_fields::merge_configuration(
+        kind,
+        builtin,
+        &Value::Object(object_or_empty(original)),
+        &applied,
+    )
+    .map_err(bad_request)
 }
 
 #[cfg(test)]

@@ -330,18 +330,23 @@ impl Sim {
     /// Sends one request through kube-rs' client (TLS, token) and returns code, Retry-After
     /// and the JSON body.
     pub async fn raw(&self, method: &str, path: &str, body: Option<Value>) -> RawAnswer {
+        let bytes = body.map(|b| b.to_string()).unwrap_or_default();
+        self.raw_text(method, path, "application/json", &bytes).await
+    }
+
+    /// [`Sim::raw`] with a body of `content_type` given as text (a YAML apply configuration).
+    pub async fn raw_text(&self, method: &str, path: &str, content_type: &str, body: &str) -> RawAnswer {
         use http_body_util::BodyExt as _;
         let mut config = kube_config(self.kubeconfig()).await;
         // Raw answers: no transparent retry of 429/503.
         config.default_retry = false;
         let client = kube::Client::try_from(config).expect("kube client");
-        let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
         let request = http::Request::builder()
             .method(method)
             .uri(path)
-            .header("content-type", "application/json")
+            .header("content-type", content_type)
             .header("accept", "application/json")
-            .body(kube::client::Body::from(bytes))
+            .body(kube::client::Body::from(body.as_bytes().to_vec()))
             .expect("request");
         let response = client.send(request).await.expect("the server answers");
         let code = response.status().as_u16();

@@ -1,4 +1,5 @@
-//! Server-side apply (simplified: merge, no field ownership).
+//! The merge a server-side apply makes (field ownership, pruning and conflicts are
+//! `managed_fields`'s, tested there).
 
 use serde_json::{Value, json};
 
@@ -52,7 +53,7 @@ fn apply_creates_and_merges() {
             ]),
         ),
         custom(
-            "custom resource: JSON merge semantics, lists replaced",
+            "custom resource without a schema: objects merged, lists replaced",
             PatchType::Apply,
             "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w2\nspec:\n  tags: [z]\n",
             Want::Fields(vec![("/spec/tags", Some(json!(["z"]))), ("/spec/size", Some(json!(5)))]),
