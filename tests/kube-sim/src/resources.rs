@@ -66,6 +66,9 @@ pub struct ResourceInfo {
     pub tracks_generation: bool,
     /// Subresources served by registered handlers.
     pub extra_subresources: Vec<ExtraSubresource>,
+    /// A custom resource version's `openAPIV3Schema`: its objects are pruned by it (built-in
+    /// kinds use the generated tree of [`crate::schema`]).
+    pub schema: Option<Arc<Value>>,
 }
 
 impl ResourceInfo {
@@ -230,6 +233,7 @@ fn builtin_info(bi: &Builtin) -> ResourceInfo {
         allow_unconditional_update: bi.plural != "poddisruptionbudgets",
         tracks_generation: bi.generation,
         extra_subresources: Vec::new(),
+        schema: None,
     }
 }
 
@@ -340,6 +344,9 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
             allow_unconditional_update: true,
             tracks_generation: true,
             extra_subresources: Vec::new(),
+            schema: Some(&version["schema"]["openAPIV3Schema"])
+                .filter(|s| s.is_object())
+                .map(|s| Arc::new(s.clone())),
         });
     }
     out
