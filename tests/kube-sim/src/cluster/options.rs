@@ -41,6 +41,10 @@ pub struct WriteOptions {
     pub skip_admission: bool,
     /// Keep `status` from the body on create and main-resource updates (seeding, fixtures).
     pub keep_status: bool,
+    /// `fieldValidation`: what the write answers about unknown and duplicate fields (they are
+    /// dropped either way). Kube-sim's own writes keep the default `Warn`, whose warnings go
+    /// nowhere outside an HTTP request.
+    pub field_validation: crate::schema::FieldValidation,
 }
 
 /// Options of list.

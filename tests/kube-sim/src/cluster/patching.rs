@@ -12,6 +12,7 @@ use super::write::{Target, check_type_meta};
 use crate::error::ApiError;
 use crate::meta::meta_mut;
 use crate::patch::{PatchError, PatchType, apply_patch};
+use crate::schema::Schema;
 use crate::store::object_rv;
 
 fn patch_error(e: PatchError) -> ApiError {
@@ -44,6 +45,7 @@ impl Cluster {
         let info = self.resource(gvr)?;
         let ns = Self::check_namespace_arg(&info, namespace)?;
         let target = Target::parse(&info, subresource)?;
+        let fields = crate::schema::PatchFields::new(&info, patch_type, patch, opts.field_validation);
         let key = info.storage_key();
         if target == Target::Main
             && patch_type == PatchType::Apply
@@ -53,6 +55,7 @@ impl Cluster {
             let mut object =
                 apply_patch(&info.api_version(), &info.kind, info.builtin, &empty, patch_type, patch)
                     .map_err(patch_error)?;
+            fields.check(Schema::of(&info), &mut object)?;
             check_type_meta(&info, &mut object)?;
             let meta = meta_mut(&mut object);
             meta.insert("name".into(), json!(name));
@@ -67,8 +70,10 @@ impl Cluster {
                 match (target, &info.scale) {
                     (Target::Scale, Some(paths)) => {
                         let scale = to_scale(paths, current);
-                        let patched = apply_patch("autoscaling/v1", "Scale", true, &scale, patch_type, patch)
-                            .map_err(patch_error)?;
+                        let mut patched =
+                            apply_patch("autoscaling/v1", "Scale", true, &scale, patch_type, patch)
+                                .map_err(patch_error)?;
+                        fields.check(Schema::scale(), &mut patched)?;
                         if object_rv(&patched) != object_rv(current) {
                             return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
                         }
@@ -85,6 +90,7 @@ impl Cluster {
                             patch,
                         )
                         .map_err(patch_error)?;
+                        fields.check(Schema::of(&info), &mut patched)?;
                         if object_rv(&patched) != object_rv(current) {
                             return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
                         }

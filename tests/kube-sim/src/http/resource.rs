@@ -18,6 +18,7 @@ use crate::cluster::{
 use crate::error::ApiError;
 use crate::patch::PatchType;
 use crate::resources::ResourceInfo;
+use crate::schema::{FieldValidation, Schema};
 
 const MAX_BODY: usize = 256 * 1024 * 1024;
 
@@ -51,6 +52,45 @@ fn write_options(params: &[(String, String)]) -> WriteOptions {
         force: flag(params, "force"),
         skip_admission: false,
         keep_status: false,
+        field_validation: FieldValidation::parse(field_validation(params)).unwrap_or_default(),
+    }
+}
+
+/// The `fieldValidation` query value: the first one, as Go's query decoding takes it.
+fn field_validation(params: &[(String, String)]) -> &str {
+    params.iter().find(|(k, _)| k == "fieldValidation").map_or("", |(_, v)| v.as_str())
+}
+
+/// Decodes a create/update body. JSON and YAML go through the strict decoders of
+/// [`crate::schema`] (unknown and duplicate fields, answered per `fieldValidation`); protobuf
+/// is decoded as it is (it has no unknown fields to report).
+fn decode_object(
+    info: &ResourceInfo,
+    subresource: Option<&str>,
+    content_type: &str,
+    body: &[u8],
+    directive: FieldValidation,
+) -> Result<Value, ApiError> {
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    let (schema, kind, version) = match subresource {
+        Some("scale") => (Schema::scale(), "Scale", "v1"),
+        _ => (Schema::of(info), info.kind.as_str(), info.version.as_str()),
+    };
+    // Undecodable: `decode_body` words the error as upstream's decoder does.
+    let decoded = match media {
+        _ if body.is_empty() => None,
+        "" | "application/json" => crate::schema::decode_json(schema, body).ok(),
+        "application/yaml" => {
+            std::str::from_utf8(body).ok().and_then(|text| crate::schema::decode_yaml(schema, text).ok())
+        }
+        _ => None,
+    };
+    match decoded {
+        Some((object, errors)) => {
+            crate::schema::report_decode(kind, version, &errors, directive)?;
+            Ok(object)
+        }
+        None => decode_body(content_type, body, &info.kind),
     }
 }
 
@@ -143,10 +183,15 @@ pub async fn handle(
     content_type: &str,
     body: Body,
 ) -> Response<Body> {
-    match handle_inner(cluster, rp, method, params, accept, content_type, body).await {
-        Ok(resp) => resp,
-        Err(err) => respond::error(&err),
+    let served = handle_inner(cluster, rp, method, params, accept, content_type, body);
+    let (answer, warnings) = crate::warnings::collect(served).await;
+    let mut resp = answer.unwrap_or_else(|err| respond::error(&err));
+    for warning in warnings {
+        if let Ok(value) = axum::http::HeaderValue::from_bytes(warning.as_bytes()) {
+            resp.headers_mut().append(axum::http::header::WARNING, value);
+        }
     }
+    resp
 }
 
 async fn handle_inner(
@@ -190,7 +235,7 @@ async fn handle_inner(
         }
     }
     let verb = verb(method, &rp, params);
-    check_dry_run(verb, params)?;
+    check_write_options(verb, params)?;
     match (verb, rp.name.as_deref()) {
         ("list", _) => {
             let result = cluster.list(&gvr, ns, &list_options(params))?;
@@ -212,13 +257,15 @@ async fn handle_inner(
             Ok(object_response(200, &object, &info, accept, params))
         }
         ("create", None) => {
-            let object = decode_body(content_type, &body, &info.kind)?;
-            let created = cluster.create(&gvr, ns, object, &write_options(params)).await?;
+            let opts = write_options(params);
+            let object = decode_object(&info, None, content_type, &body, opts.field_validation)?;
+            let created = cluster.create(&gvr, ns, object, &opts).await?;
             Ok(respond::json(201, &created))
         }
         ("update", Some(name)) => {
-            let object = decode_body(content_type, &body, &info.kind)?;
-            let updated = cluster.update(&gvr, ns, name, sub, object, &write_options(params)).await?;
+            let opts = write_options(params);
+            let object = decode_object(&info, sub, content_type, &body, opts.field_validation)?;
+            let updated = cluster.update(&gvr, ns, name, sub, object, &opts).await?;
             Ok(respond::json(200, &updated))
         }
         ("patch", Some(name)) => {
@@ -265,11 +312,31 @@ async fn handle_inner(
     }
 }
 
-/// `dryRun` takes only `All`; anything else is a 422 on the verb's options, as upstream.
-fn check_dry_run(verb: &str, params: &[(String, String)]) -> Result<(), ApiError> {
+/// `dryRun` takes only `All` and `fieldValidation` (create, update, patch) only upstream's
+/// values; anything else is a 422 on the verb's options, as upstream.
+fn check_write_options(verb: &str, params: &[(String, String)]) -> Result<(), ApiError> {
     let values: Vec<&str> = params.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
     let writes = matches!(verb, "create" | "update" | "patch" | "delete" | "deletecollection");
-    if !writes || values.iter().all(|v| *v == "All") {
+    if !writes {
+        return Ok(());
+    }
+    let mut errors = Vec::new();
+    if !values.iter().all(|v| *v == "All") {
+        errors.push(crate::error::FieldError {
+            cause: "FieldValueNotSupported",
+            field: "dryRun".into(),
+            message: format!("dryRun: Unsupported value: {}: supported values: \"All\"", json!(values)),
+        });
+    }
+    let directive = field_validation(params);
+    if verb != "delete" && verb != "deletecollection" && FieldValidation::parse(directive).is_none() {
+        errors.push(crate::error::FieldError::not_supported(
+            "fieldValidation",
+            directive,
+            &FieldValidation::SUPPORTED,
+        ));
+    }
+    if errors.is_empty() {
         return Ok(());
     }
     let kind = match verb {
@@ -278,12 +345,7 @@ fn check_dry_run(verb: &str, params: &[(String, String)]) -> Result<(), ApiError
         "patch" => "PatchOptions",
         _ => "DeleteOptions",
     };
-    let error = crate::error::FieldError {
-        cause: "FieldValueNotSupported",
-        field: "dryRun".into(),
-        message: format!("dryRun: Unsupported value: {}: supported values: \"All\"", json!(values)),
-    };
-    Err(ApiError::invalid(&format!("{kind}.meta.k8s.io"), "meta.k8s.io", kind, "", &[error]))
+    Err(ApiError::invalid(&format!("{kind}.meta.k8s.io"), "meta.k8s.io", kind, "", &errors))
 }
 
 /// Kinds whose registry answers a finished DELETE with the object (`ReturnDeletedObject`);
