@@ -114,7 +114,10 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             if plural != "daemonsets" {
                 default(spec, "replicas", json!(1));
             }
-            default(spec, "revisionHistoryLimit", json!(10));
+            // ReplicaSets have no history to limit.
+            if plural != "replicasets" {
+                default(spec, "revisionHistoryLimit", json!(10));
+            }
             if plural == "deployments" {
                 default(spec, "progressDeadlineSeconds", json!(600));
                 default(

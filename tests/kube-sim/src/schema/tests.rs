@@ -415,3 +415,31 @@ fn hostile_inputs_do_not_panic() {
     let _ = prune(Schema::of(&custom("Widget")), &mut value);
     let _ = prune(Schema::of(&pod), &mut value);
 }
+
+#[test]
+fn kube_sims_own_defaults_stay_within_the_schema() {
+    // What the write pipeline adds after pruning must be fields the kinds have, or a later
+    // patch of the object would drop (or, under Strict, refuse) kube-sim's own fields.
+    let template =
+        json!({"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    for (api_version, kind, group, plural) in [
+        ("apps/v1", "Deployment", "apps", "deployments"),
+        ("apps/v1", "ReplicaSet", "apps", "replicasets"),
+        ("apps/v1", "StatefulSet", "apps", "statefulsets"),
+        ("apps/v1", "DaemonSet", "apps", "daemonsets"),
+    ] {
+        let mut object = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "a"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "template": template}});
+        crate::defaults::apply(group, plural, &mut object);
+        assert_eq!(messages(&prune(Schema::of(&builtin(api_version, kind)), &mut object)), "", "{kind}");
+    }
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+        "spec": template["spec"], "status": {"phase": "Pending"}});
+    crate::defaults::apply("", "pods", &mut pod);
+    crate::defaults::admit_new_pod(&mut pod);
+    pod["status"]["qosClass"] = json!(crate::defaults::pod_qos_class(&pod));
+    assert_eq!(messages(&prune(Schema::of(&builtin("v1", "Pod")), &mut pod)), "");
+    let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}});
+    crate::defaults::apply("", "namespaces", &mut namespace);
+    assert_eq!(messages(&prune(Schema::of(&builtin("v1", "Namespace")), &mut namespace)), "");
+}
