@@ -12,7 +12,7 @@
 //!
 //! | Write | Checked | `Strict` |
 //! |---|---|---|
-//! | create, update | the body, in document order ([`decode`]; decoded YAML and in-process objects in key order, as upstream's YAML→JSON conversion sorts them) | 400 `ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus", duplicate field "data.a"` |
+//! | create, update | the body, in document order ([`decode`]; YAML and in-process objects in key order, as upstream's YAML→JSON conversion sorts them, after yaml.v2's error for a repeated key) | 400 `ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "bogus", duplicate field "data.a"` |
 //! | merge / JSON patch | duplicates in the patch (JSON patch: also unknown keys of an operation, `json patch unknown field "[0].bogus"`), then unknown fields of the patched object | 422 ` "" is invalid: patch: Invalid value: "<patched object as JSON>": strict decoding error: …` |
 //! | strategic merge patch | the same; the patched object's unknown fields sorted by message (the unstructured converter sorts them) | 422 with `Invalid value: "map[…]"`, the patch as Go's `%+v` prints it |
 //! | server-side apply | the applied configuration ([`apply`]), whatever `fieldValidation` says | 500 `failed to create typed patch object (ns/name; apps/v1, Kind=Deployment): .spec.bogus: field not declared in schema` |
