@@ -25,11 +25,13 @@ pub mod http;
 pub mod meta;
 pub mod request_log;
 pub mod resources;
+pub mod schema;
 pub mod seed;
 pub mod server;
 pub mod store;
 pub mod tls;
 pub mod validation;
+pub mod warnings;
 pub mod webhooks;
 
 pub use cluster::{

@@ -68,6 +68,9 @@ pub struct ResourceInfo {
     pub extra_subresources: Vec<ExtraSubresource>,
     /// Only `create`, never stored: the access reviews, answered by the authorizer.
     pub create_only: bool,
+    /// A custom resource version's `openAPIV3Schema`: its objects are pruned by it (built-in
+    /// kinds use the generated tree of [`crate::schema`]).
+    pub schema: Option<Arc<Value>>,
 }
 
 impl ResourceInfo {
@@ -234,6 +237,7 @@ fn builtin_info(bi: &Builtin) -> ResourceInfo {
         tracks_generation: bi.generation,
         extra_subresources: Vec::new(),
         create_only: false,
+        schema: None,
     }
 }
 
@@ -368,6 +372,9 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
             tracks_generation: true,
             extra_subresources: Vec::new(),
             create_only: false,
+            schema: Some(&version["schema"]["openAPIV3Schema"])
+                .filter(|s| s.is_object())
+                .map(|s| Arc::new(s.clone())),
         });
     }
     out

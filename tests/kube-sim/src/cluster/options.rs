@@ -49,6 +49,10 @@ pub struct WriteOptions {
     /// Leave `metadata.managedFields` as they are (server writes upstream makes without field
     /// tracking, such as a pod's binding).
     pub skip_field_tracking: bool,
+    /// `fieldValidation`: what the write answers about unknown and duplicate fields (they are
+    /// dropped either way). Kube-sim's own writes keep the default `Warn`, whose warnings go
+    /// nowhere outside an HTTP request.
+    pub field_validation: crate::schema::FieldValidation,
 }
 
 impl WriteOptions {

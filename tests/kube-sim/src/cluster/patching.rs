@@ -15,6 +15,7 @@ use crate::managed_fields;
 use crate::meta::meta_str;
 use crate::patch::{PatchError, PatchType, apply_configuration, apply_patch};
 use crate::resources::ResourceInfo;
+use crate::schema::Schema;
 use crate::store::object_rv;
 
 fn patch_error(e: PatchError) -> ApiError {
@@ -127,6 +128,7 @@ impl Cluster {
                 &option_errors,
             ));
         }
+        let fields = crate::schema::PatchFields::new(&info, patch_type, patch, opts.field_validation);
         let config = match (patch_type, target) {
             (PatchType::Apply, Target::Scale) => {
                 Some(apply_configuration("autoscaling/v1", "Scale", true, patch).map_err(patch_error)?)
@@ -142,6 +144,7 @@ impl Cluster {
             && target == Target::Main
             && self.store().get(&key, &ns, name).is_none()
         {
+            fields.check(Schema::of(&info), &mut json!({}))?;
             let mut object = self.with_write(&info, target, opts, |w| {
                 managed_fields::track_apply(w, None, config, opts.force)
             })?;
@@ -156,9 +159,12 @@ impl Cluster {
                 let served = Self::served_form(&info, current.clone());
                 match (target, &info.scale) {
                     (Target::Scale, Some(paths)) => {
-                        let change_of;
+                        let mut change_of;
                         let change = match &config {
-                            Some(config) => ScaleChange::Apply { config, force: opts.force },
+                            Some(config) => {
+                                fields.check(Schema::scale(), &mut json!({}))?;
+                                ScaleChange::Apply { config, force: opts.force }
+                            }
                             None => {
                                 change_of = apply_patch(
                                     "autoscaling/v1",
@@ -169,6 +175,7 @@ impl Cluster {
                                     patch,
                                 )
                                 .map_err(patch_error)?;
+                                fields.check(Schema::scale(), &mut change_of)?;
                                 ScaleChange::To(&change_of)
                             }
                         };
@@ -182,6 +189,7 @@ impl Cluster {
                     _ => {
                         let (mut patched, tracking) = match &config {
                             Some(config) => {
+                                fields.check(Schema::of(&info), &mut json!({}))?;
                                 let applied = self.with_write(&info, target, opts, |w| {
                                     managed_fields::track_apply(w, Some(&served), config, opts.force)
                                 })?;
@@ -200,6 +208,9 @@ impl Cluster {
                                 Tracking::Update,
                             ),
                         };
+                        if tracking == Tracking::Update {
+                            fields.check(Schema::of(&info), &mut patched)?;
+                        }
                         if object_rv(&patched) != object_rv(current) {
                             return Err(ApiError::optimistic_lock(&info.group, &info.plural, name));
                         }

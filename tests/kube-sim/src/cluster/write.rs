@@ -14,6 +14,7 @@ use super::tracking::{ScaleChange, Tracking};
 use crate::error::ApiError;
 use crate::meta::{meta_mut, meta_str, new_uid, now_rfc3339, random_suffix};
 use crate::resources::{ResourceInfo, crd_resources};
+use crate::schema::Schema;
 use crate::store::{CommitError, Mutation, object_rv};
 
 const MAX_RETRIES: usize = 16;
@@ -204,6 +205,14 @@ impl Cluster {
         let info = self.resource(gvr)?;
         let mut object = object;
         check_type_meta(&info, &mut object)?;
+        // Unknown fields go at decoding, before anything else looks at the object.
+        crate::schema::check_object(
+            &info.kind,
+            &info.version,
+            Schema::of(&info),
+            &mut object,
+            opts.field_validation,
+        )?;
         let created = self.create_checked(&info, namespace, object, opts, Tracking::Update).await?;
         Ok(Self::served_form(&info, created))
     }
@@ -352,9 +361,17 @@ impl Cluster {
         let target = Target::parse(&info, subresource)?;
         let mut body = body;
         if target == Target::Scale {
+            crate::schema::check_object("Scale", "v1", Schema::scale(), &mut body, opts.field_validation)?;
             crate::validation::validate_scale(name, &body)?;
         } else {
             check_type_meta(&info, &mut body)?;
+            crate::schema::check_object(
+                &info.kind,
+                &info.version,
+                Schema::of(&info),
+                &mut body,
+                opts.field_validation,
+            )?;
             if info.group == "events.k8s.io" {
                 body = crate::event_mapping::to_core(&body);
             }

@@ -18,6 +18,7 @@ use crate::cluster::{
 use crate::error::ApiError;
 use crate::patch::PatchType;
 use crate::resources::ResourceInfo;
+use crate::schema::{FieldValidation, Schema};
 
 const MAX_BODY: usize = 256 * 1024 * 1024;
 
@@ -53,6 +54,45 @@ fn write_options(params: &[(String, String)], user_agent: &str) -> WriteOptions 
         skip_admission: false,
         keep_status: false,
         skip_field_tracking: false,
+        field_validation: FieldValidation::parse(field_validation(params)).unwrap_or_default(),
+    }
+}
+
+/// The `fieldValidation` query value: the first one, as Go's query decoding takes it.
+fn field_validation(params: &[(String, String)]) -> &str {
+    params.iter().find(|(k, _)| k == "fieldValidation").map_or("", |(_, v)| v.as_str())
+}
+
+/// Decodes a create/update body. JSON and YAML go through the strict decoders of
+/// [`crate::schema`] (unknown and duplicate fields, answered per `fieldValidation`); protobuf
+/// is decoded as it is (it has no unknown fields to report).
+fn decode_object(
+    info: &ResourceInfo,
+    subresource: Option<&str>,
+    content_type: &str,
+    body: &[u8],
+    directive: FieldValidation,
+) -> Result<Value, ApiError> {
+    let media = content_type.split(';').next().unwrap_or_default().trim();
+    let (schema, kind, version) = match subresource {
+        Some("scale") => (Schema::scale(), "Scale", "v1"),
+        _ => (Schema::of(info), info.kind.as_str(), info.version.as_str()),
+    };
+    // Undecodable: `decode_body` words the error as upstream's decoder does.
+    let decoded = match media {
+        _ if body.is_empty() => None,
+        "" | "application/json" => crate::schema::decode_json(schema, body).ok(),
+        "application/yaml" => {
+            std::str::from_utf8(body).ok().and_then(|text| crate::schema::decode_yaml(schema, text).ok())
+        }
+        _ => None,
+    };
+    match decoded {
+        Some((object, errors)) => {
+            crate::schema::report_decode(kind, version, &errors, directive)?;
+            Ok(object)
+        }
+        None => decode_body(content_type, body, &info.kind),
     }
 }
 
@@ -154,10 +194,15 @@ pub async fn handle(
     headers: Headers<'_>,
     body: Body,
 ) -> Response<Body> {
-    match handle_inner(cluster, rp, method, params, headers, body).await {
-        Ok(resp) => resp,
-        Err(err) => respond::error(&err),
+    let served = handle_inner(cluster, rp, method, params, headers, body);
+    let (answer, warnings) = crate::warnings::collect(served).await;
+    let mut resp = answer.unwrap_or_else(|err| respond::error(&err));
+    for warning in warnings {
+        if let Ok(value) = axum::http::HeaderValue::from_bytes(warning.as_bytes()) {
+            resp.headers_mut().append(axum::http::header::WARNING, value);
+        }
     }
+    resp
 }
 
 async fn handle_inner(
@@ -238,12 +283,12 @@ async fn handle_inner(
             Ok(object_response(200, &object, &info, accept, params))
         }
         ("create", None) => {
-            let object = decode_body(content_type, &body, &info.kind)?;
+            let object = decode_object(&info, None, content_type, &body, options.field_validation)?;
             let created = cluster.create(&gvr, ns, object, &options).await?;
             Ok(respond::json(201, &created))
         }
         ("update", Some(name)) => {
-            let object = decode_body(content_type, &body, &info.kind)?;
+            let object = decode_object(&info, sub, content_type, &body, options.field_validation)?;
             let updated = cluster.update(&gvr, ns, name, sub, object, &options).await?;
             Ok(respond::json(200, &updated))
         }
@@ -289,7 +334,8 @@ async fn handle_inner(
 }
 
 /// The verb's options checked as upstream's `Validate*Options` do, in their order (the field
-/// manager, then `dryRun`, which takes only `All`); any error is a 422 on the options.
+/// manager, `dryRun`, which takes only `All`, and `fieldValidation` on create, update and patch);
+/// any error is a 422 on the options.
 fn check_options(
     verb: &str,
     params: &[(String, String)],
@@ -319,6 +365,14 @@ fn check_options(
             field: "dryRun".into(),
             message: format!("dryRun: Unsupported value: {}: supported values: \"All\"", json!(values)),
         });
+    }
+    let directive = field_validation(params);
+    if matches!(verb, "create" | "update" | "patch") && FieldValidation::parse(directive).is_none() {
+        errors.push(crate::error::FieldError::not_supported(
+            "fieldValidation",
+            directive,
+            &FieldValidation::SUPPORTED,
+        ));
     }
     if errors.is_empty() {
         return Ok(());
