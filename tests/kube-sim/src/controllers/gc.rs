@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::runtime::{Ctx, Key, ObjectRef, Recheck, Reconciler, key_of, retry_delay, storage_key};
 use crate::cluster::{DeleteOptions, Gvr, WriteOptions};
-use crate::cluster_logic::common::{is_terminating, uid_of};
+use crate::cluster_logic::common::{is_terminating, list_or_removed, uid_of};
 use crate::cluster_logic::gc::{
     DependentAction, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, OwnerLookup, classify_dependent,
     foreground_blockers, without_owner,
@@ -180,7 +180,8 @@ fn dependents(ctx: &Ctx, owner: &Value) -> Vec<(Arc<ResourceInfo>, Value)> {
 async fn orphan_dependents(ctx: &Ctx, info: &ResourceInfo, owner: &Value) -> Result<(), ApiError> {
     for (dep_info, dependent) in dependents(ctx, owner) {
         let refs = without_owner(&dependent, uid_of(owner));
-        merge_patch(ctx, &dep_info, &dependent, json!({"metadata": {"ownerReferences": refs}})).await?;
+        let patch = json!({"metadata": {"ownerReferences": list_or_removed(refs)}});
+        merge_patch(ctx, &dep_info, &dependent, patch).await?;
     }
     remove_finalizer(ctx, info, owner, ORPHAN_FINALIZER).await
 }
@@ -219,7 +220,7 @@ async fn attempt_to_delete(ctx: &Ctx, info: &ResourceInfo, object: &Value) -> Re
     match classify_dependent(object, has_dependents, &lookup) {
         DependentAction::Keep => Ok(()),
         DependentAction::SetOwnerReferences(refs) => {
-            let patch = json!({"metadata": {"resourceVersion": object["metadata"]["resourceVersion"], "ownerReferences": refs}});
+            let patch = json!({"metadata": {"resourceVersion": object["metadata"]["resourceVersion"], "ownerReferences": list_or_removed(refs)}});
             merge_patch(ctx, info, object, patch).await
         }
         DependentAction::Delete(propagation) => {
