@@ -155,7 +155,8 @@ const BUILTINS: &[Builtin] = &[
         "HorizontalPodAutoscaler",
         true,
         &["hpa"],
-        (true, false, true, true),
+        // No generation: the HPA strategy never sets one (the real v1.35 answers none).
+        (true, false, true, false),
     ),
     b("coordination.k8s.io/v1", "leases", "Lease", true, &[], (false, false, false, false)),
     b("events.k8s.io/v1", "events", "Event", true, &["ev"], (false, false, false, false)),

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::Cluster;
 use super::hooks::{AdmissionRequest, Operation};
 use super::options::{DeleteOptions, DeleteOutcome, Gvr};
+use crate::cluster_logic::gc::deletion_finalizers;
 use crate::error::ApiError;
 use crate::meta::{meta_mut, meta_str, now_rfc3339};
 use crate::resources::ResourceInfo;
@@ -92,14 +93,7 @@ impl Cluster {
             let mut finalizers: Vec<Value> =
                 current["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
             if self.config().deletion_finalizers && current["metadata"]["deletionTimestamp"].is_null() {
-                let extra = match opts.propagation_policy.as_deref() {
-                    Some("Foreground") => Some("foregroundDeletion"),
-                    Some("Orphan") => Some("orphan"),
-                    _ => None,
-                };
-                if let Some(f) = extra.filter(|f| !finalizers.iter().any(|x| x == f)) {
-                    finalizers.push(json!(f));
-                }
+                finalizers = deletion_finalizers(&finalizers, opts.propagation_policy.as_deref());
             }
             let grace = self.pod_grace_period(info, &current, opts);
             if grace > 0 && !current["metadata"]["deletionTimestamp"].is_null() {
@@ -116,8 +110,15 @@ impl Cluster {
                 let meta = meta_mut(&mut marked);
                 meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
                 meta.insert("deletionGracePeriodSeconds".into(), json!(grace.max(0)));
-                if !finalizers.is_empty() {
+                if finalizers.is_empty() {
+                    meta.remove("finalizers");
+                } else {
                     meta.insert("finalizers".into(), Value::Array(finalizers));
+                }
+                // Marking is a change controllers must see (`markAsDeleting` and the graceful
+                // `BeforeDelete` bump a generation that is set, once).
+                if let Some(generation) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+                    meta.insert("generation".into(), json!(generation + 1));
                 }
                 let expected_rv = object_rv(&current);
                 match self.store().commit(Mutation::Update { key: key.clone(), object: marked, expected_rv })

@@ -2,6 +2,7 @@
 //! The HTTP layer is a thin translation onto these methods; in-process controllers (part 2)
 //! use them directly.
 
+mod binding;
 mod delete;
 mod hooks;
 mod options;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::Value;
 
+pub use binding::bind;
 pub use hooks::{AdmissionHook, AdmissionRequest, Operation, SubresourceHandler, SubresourceRequest};
 pub use options::{DeleteOptions, DeleteOutcome, Gvr, ListOptions, ListResult, WatchOptions, WriteOptions};
 pub use watch::{WatchEvent, WatchEventType, WatchStream};
@@ -111,6 +113,7 @@ impl Cluster {
             // Cannot fail: fresh store, valid names.
             let _ = cluster.create_blocking_internal(object);
         }
+        cluster.register_binding();
         cluster
     }
 
