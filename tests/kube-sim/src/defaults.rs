@@ -1,7 +1,10 @@
-//! Decode-time defaulting for the built-in types the product reads (upstream `SetDefaults_*`).
+//! Decode-time defaulting for the built-in types the product reads (upstream `SetDefaults_*`);
+//! larger kinds have a submodule each.
 
 use base64::Engine as _;
 use serde_json::{Value, json};
+
+pub mod service;
 
 fn default(obj: &mut Value, key: &str, value: Value) {
     if let Value::Object(m) = obj
@@ -150,6 +153,7 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             }
             default(object, "type", json!("Opaque"));
         }
+        ("", "services") => service::service(object),
         // Core Events (the storage form of both Event APIs): non-pointer fields always written.
         ("", "events") => {
             default(object, "source", json!({}));

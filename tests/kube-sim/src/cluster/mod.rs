@@ -8,6 +8,7 @@ mod hooks;
 mod options;
 mod patching;
 mod scale;
+mod services;
 mod watch;
 mod write;
 
@@ -69,6 +70,7 @@ struct Inner {
     admission: RwLock<Option<Arc<dyn AdmissionHook>>>,
     subresources: RwLock<HashMap<SubresourceKey, Arc<dyn SubresourceHandler>>>,
     shutdown: tokio::sync::watch::Sender<bool>,
+    service_reservations: std::sync::Mutex<services::Reservations>,
 }
 
 /// A simulated cluster: store, served resources, hooks and request log. Cheap to clone.
@@ -105,6 +107,7 @@ impl Cluster {
                 admission: RwLock::new(None),
                 subresources: RwLock::new(HashMap::new()),
                 shutdown,
+                service_reservations: std::sync::Mutex::default(),
             }),
         };
         for ns in INITIAL_NAMESPACES {

@@ -98,6 +98,7 @@ fn initial_status(info: &ResourceInfo) -> Option<Value> {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => Some(json!({"phase": "Pending"})),
         ("", "namespaces") => Some(json!({"phase": "Active"})),
+        ("", "services") => Some(json!({"loadBalancer": {}})),
         ("apps", "deployments") => Some(json!({})),
         ("policy", "poddisruptionbudgets") => Some(
             json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
@@ -280,6 +281,7 @@ impl Cluster {
         if info.tracks_generation {
             meta.insert("generation".into(), json!(1));
         }
+        let _reserved = self.prepare_service(info, &mut object, None, opts.dry_run)?;
         crate::validation::validate(info, &object, None)?;
         let name = meta_str(&object, "name").to_string();
         let mut validating = request;
@@ -520,6 +522,10 @@ impl Cluster {
             options: Self::options_json(opts, "UpdateOptions"),
         };
         self.admit(request.clone(), &mut new, opts.skip_admission).await?;
+        let _reserved = match target {
+            Target::Main => self.prepare_service(info, &mut new, Some(current), opts.dry_run)?,
+            Target::Status | Target::Scale => None,
+        };
         // Only the main resource (and scale) bumps it: no status strategy does.
         if info.tracks_generation
             && !matches!(target, Target::Status)

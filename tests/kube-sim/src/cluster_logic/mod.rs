@@ -14,6 +14,7 @@ pub mod kubelet;
 pub mod replicaset;
 pub mod rollout;
 pub mod scheduler;
+pub mod service_ips;
 
 #[cfg(test)]
 mod test_support;
