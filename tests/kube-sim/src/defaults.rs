@@ -4,6 +4,7 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+pub mod crd;
 pub mod service;
 
 fn default(obj: &mut Value, key: &str, value: Value) {
@@ -154,6 +155,7 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             default(object, "type", json!("Opaque"));
         }
         ("", "services") => service::service(object),
+        ("apiextensions.k8s.io", "customresourcedefinitions") => crd::crd(object),
         // Core Events (the storage form of both Event APIs): non-pointer fields always written.
         ("", "events") => {
             default(object, "source", json!({}));

@@ -54,6 +54,9 @@ pub fn bind(pod: &Value, node: &str, binding_meta: &Value, now: jiff::Timestamp)
         return Err(format!("pod {name} has non-empty .spec.schedulingGates"));
     }
     let mut pod = pod.clone();
+    if !pod["spec"].is_object() {
+        pod["spec"] = json!({});
+    }
     pod["spec"]["nodeName"] = json!(node);
     if let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) {
         status.remove("nominatedNodeName");

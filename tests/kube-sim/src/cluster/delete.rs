@@ -139,6 +139,10 @@ impl Cluster {
             match self.store().commit(mutation) {
                 Ok(last) => {
                     self.after_write(info, &last, true);
+                    if super::crds::is_crd(info) {
+                        // Names the CRD held may now be free for another of its group.
+                        self.sync_crd_group(last["spec"]["group"].as_str().unwrap_or_default());
+                    }
                     if info.group.is_empty() && info.plural == "namespaces" {
                         self.delete_namespace_content(name).await;
                     }

@@ -3,6 +3,7 @@
 //! use them directly.
 
 mod binding;
+mod crds;
 mod delete;
 mod hooks;
 mod options;

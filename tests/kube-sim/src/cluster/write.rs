@@ -249,6 +249,7 @@ impl Cluster {
             if let Some(status) = initial_status(info) {
                 m.insert("status".into(), status);
             }
+            super::crds::prepare_create(info, &mut object);
         }
         if info.storage_group.is_empty() && info.plural == "pods" && !opts.skip_admission {
             crate::defaults::admit_new_pod(&mut object);
@@ -296,6 +297,9 @@ impl Cluster {
             .commit(Mutation::Create { key: info.storage_key(), object })
             .map_err(|_| ApiError::already_exists(&info.group, &info.plural, &name))?;
         self.after_write(info, &stored, false);
+        if super::crds::is_crd(info) {
+            self.sync_crd_group(stored["spec"]["group"].as_str().unwrap_or_default());
+        }
         Ok(stored)
     }
 
@@ -480,6 +484,7 @@ impl Cluster {
                             }
                         }
                     }
+                    super::crds::prepare_update(info, &mut n);
                 }
                 crate::defaults::apply(&info.storage_group, &info.plural, &mut n);
                 n
@@ -562,6 +567,9 @@ impl Cluster {
         match self.store().commit(mutation) {
             Ok(stored) => {
                 self.after_write(info, &stored, finalized);
+                if super::crds::is_crd(info) {
+                    self.sync_crd_group(stored["spec"]["group"].as_str().unwrap_or_default());
+                }
                 Ok(Attempt::Done(stored))
             }
             Err(CommitError::Conflict) => Ok(Attempt::Retry),

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod common;
+pub mod crd_status;
 pub mod daemonset;
 pub mod disruption;
 pub mod eviction;

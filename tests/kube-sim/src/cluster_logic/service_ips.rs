@@ -132,7 +132,8 @@ fn patch_allocated_values(spec: &mut Value, old: &Value) {
             .flatten()
             .map(|p| (text(p, "name").to_string(), p["nodePort"].as_i64().unwrap_or(0)))
             .collect();
-        for port in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+        let ports = spec.get_mut("ports").and_then(Value::as_array_mut);
+        for port in ports.into_iter().flatten().filter(|p| p.is_object()) {
             if port["nodePort"].as_i64().unwrap_or(0) == 0 {
                 let name = text(port, "name").to_string();
                 let old_port = by_name.iter().rev().find(|(n, _)| *n == name).map_or(0, |(_, p)| *p);
@@ -374,7 +375,8 @@ fn allocate_node_ports(
     let mut taken_here: Vec<(i64, String)> = Vec::new();
     if needs_node_port(spec) {
         let ports = spec.get_mut("ports").and_then(Value::as_array_mut);
-        for (i, port) in ports.into_iter().flatten().enumerate() {
+        // Malformed ports are validation's to refuse.
+        for (i, port) in ports.into_iter().flatten().enumerate().filter(|(_, p)| p.is_object()) {
             let protocol = text(port, "protocol").to_string();
             match port["nodePort"].as_i64().unwrap_or(0) {
                 0 => {

@@ -177,3 +177,18 @@ fn updates_keep_what_was_allocated_and_types_drop_what_they_no_longer_need() {
     assert!(run(&mut external, Some(&old), &Used::default()).is_ok());
     assert!(external["spec"].get("clusterIP").is_none() && external["spec"].get("ipFamilies").is_none());
 }
+
+#[test]
+fn malformed_specs_do_not_panic_and_are_left_to_validation() {
+    for spec in [
+        json!({"type": "NodePort", "ports": [5, "x", null, {"port": 80}]}),
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": "nope"}),
+        json!({"clusterIP": 7, "clusterIPs": [1, 2, 3], "ipFamilies": "IPv4"}),
+    ] {
+        let mut s = json!({"spec": spec});
+        let old = s.clone();
+        let _ = prepare(&mut s, None, &Used::default(), &mut || 7);
+        let _ = prepare(&mut s.clone(), Some(&old), &Used::default(), &mut || 7);
+    }
+    let _ = prepare(&mut json!({"spec": "x"}), None, &Used::default(), &mut || 0);
+}
