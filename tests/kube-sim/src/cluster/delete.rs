@@ -1,5 +1,5 @@
 //! DELETE and DELETE-collection: preconditions, admission, finalizers, graceful pod
-//! termination (opt-in) and namespace content removal.
+//! termination (opt-in); Namespaces have their registry's rules (`namespaces.rs`).
 
 use std::sync::Arc;
 
@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::Cluster;
 use super::hooks::{AdmissionRequest, Operation};
+use super::namespaces::NamespaceDelete;
 use super::options::{DeleteOptions, DeleteOutcome, Gvr};
 use crate::cluster_logic::gc::deletion_finalizers;
 use crate::error::ApiError;
@@ -48,6 +49,13 @@ impl Cluster {
                 .store()
                 .get(&key, ns, name)
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+            if super::namespaces::is_namespaces(info) {
+                match self.delete_namespace(info, &current, opts).await? {
+                    NamespaceDelete::Done(outcome) => return Ok(outcome),
+                    NamespaceDelete::Retry => continue,
+                    NamespaceDelete::Generic => {}
+                }
+            }
             let uid = meta_str(&current, "uid");
             // Upstream's `BeforeDelete` checks the preconditions first, naming the kind where a
             // resource would be (`Operation cannot be fulfilled on ConfigMap "c"`).
@@ -143,9 +151,6 @@ impl Cluster {
                         // Names the CRD held may now be free for another of its group.
                         self.sync_crd_group(last["spec"]["group"].as_str().unwrap_or_default());
                     }
-                    if info.group.is_empty() && info.plural == "namespaces" {
-                        self.delete_namespace_content(name).await;
-                    }
                     return Ok(DeleteOutcome::Deleted(last));
                 }
                 Err(_) => continue,
@@ -166,25 +171,6 @@ impl Cluster {
         opts.grace_period_seconds
             .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
             .unwrap_or(30)
-    }
-
-    /// Namespace deletion removes its content at once (no namespace controller in part 1).
-    fn delete_namespace_content<'a>(&'a self, ns: &'a str) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(self.delete_namespace_content_inner(ns))
-    }
-
-    async fn delete_namespace_content_inner(&self, ns: &str) {
-        let mut seen = std::collections::HashSet::new();
-        for info in self.catalogue().all().into_iter().filter(|r| r.namespaced) {
-            if !seen.insert(info.storage_key()) {
-                continue;
-            }
-            let page = self.store().list(&info.storage_key(), Some(ns), None, 0, &|_| true);
-            for object in page.items {
-                let opts = DeleteOptions { skip_admission: true, ..DeleteOptions::default() };
-                let _ = self.delete_checked(&info, ns, meta_str(&object, "name"), &opts).await;
-            }
-        }
     }
 
     /// DELETE collection: deletes every object the list options select; returns them.

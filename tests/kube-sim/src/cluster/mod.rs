@@ -6,6 +6,7 @@ mod binding;
 mod crds;
 mod delete;
 mod hooks;
+mod namespaces;
 mod options;
 mod patching;
 mod scale;
@@ -47,6 +48,10 @@ pub struct ClusterConfig {
     /// `propagationPolicy: Foreground|Orphan` add the `foregroundDeletion`/`orphan` finalizer
     /// (for a garbage collector to process). Off by default: the policy is ignored.
     pub deletion_finalizers: bool,
+    /// A namespace controller runs: a deleted Namespace stays `Terminating` until it has
+    /// removed the content and the `kubernetes` finalizer. Off by default: the API layer
+    /// removes the content and the namespace right after answering the DELETE.
+    pub namespace_controller: bool,
 }
 
 impl Default for ClusterConfig {
@@ -57,6 +62,7 @@ impl Default for ClusterConfig {
             default_watch_timeout: Duration::from_secs(1800),
             graceful_pod_deletion: false,
             deletion_finalizers: false,
+            namespace_controller: false,
         }
     }
 }
@@ -118,6 +124,18 @@ impl Cluster {
             let _ = cluster.create_blocking_internal(object);
         }
         cluster.register_binding();
+        // `PUT namespaces/NAME/finalize` is served by the write pipeline; listed for discovery.
+        cluster.inner.catalogue.add_extra_subresource(
+            "",
+            "namespaces",
+            ExtraSubresource {
+                name: "finalize".into(),
+                group: String::new(),
+                version: "v1".into(),
+                kind: "Namespace".into(),
+                verbs: vec!["update".into()],
+            },
+        );
         cluster
     }
 

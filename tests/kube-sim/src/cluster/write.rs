@@ -23,6 +23,8 @@ pub(crate) enum Target {
     Main,
     Status,
     Scale,
+    /// `namespaces/NAME/finalize` (PUT only over HTTP).
+    Finalize,
 }
 
 impl Target {
@@ -31,6 +33,7 @@ impl Target {
             None | Some("") => Ok(Self::Main),
             Some("status") if info.status => Ok(Self::Status),
             Some("scale") if info.scale.is_some() => Ok(Self::Scale),
+            Some("finalize") if super::namespaces::is_namespaces(info) => Ok(Self::Finalize),
             Some(_) => Err(ApiError::no_route()),
         }
     }
@@ -39,6 +42,7 @@ impl Target {
             Self::Main => None,
             Self::Status => Some("status".into()),
             Self::Scale => Some("scale".into()),
+            Self::Finalize => Some("finalize".into()),
         }
     }
 }
@@ -164,7 +168,10 @@ impl Cluster {
         let key = crate::resources::StorageKey { group: String::new(), plural: "namespaces".into() };
         match self.store().get(&key, "", ns) {
             None => Err(ApiError::not_found("", "namespaces", ns)),
-            Some(n) if !n["metadata"]["deletionTimestamp"].is_null() => {
+            // NamespaceLifecycle looks at the phase (set with the deletion timestamp).
+            Some(n)
+                if n["status"]["phase"] == "Terminating" || !n["metadata"]["deletionTimestamp"].is_null() =>
+            {
                 let mut err = ApiError::forbidden(
                     &info.group,
                     &info.plural,
@@ -473,6 +480,11 @@ impl Cluster {
                 }
                 n
             }
+            Target::Finalize => {
+                let mut n = requested;
+                super::namespaces::prepare_update(info, target, &mut n, current);
+                n
+            }
             Target::Main | Target::Scale => {
                 let mut n = requested;
                 if info.status && !opts.keep_status {
@@ -487,6 +499,7 @@ impl Cluster {
                     super::crds::prepare_update(info, &mut n);
                 }
                 crate::defaults::apply(&info.storage_group, &info.plural, &mut n);
+                super::namespaces::prepare_update(info, target, &mut n, current);
                 n
             }
         };
@@ -529,7 +542,7 @@ impl Cluster {
         self.admit(request.clone(), &mut new, opts.skip_admission).await?;
         let _reserved = match target {
             Target::Main => self.prepare_service(info, &mut new, Some(current), opts.dry_run)?,
-            Target::Status | Target::Scale => None,
+            Target::Status | Target::Scale | Target::Finalize => None,
         };
         // Only the main resource (and scale) bumps it: no status strategy does.
         if info.tracks_generation
@@ -553,7 +566,8 @@ impl Cluster {
         // Removing the last finalizer completes a deletion whose grace period is over.
         let finalized = !new["metadata"]["deletionTimestamp"].is_null()
             && new["metadata"]["finalizers"].as_array().is_none_or(|f| f.is_empty())
-            && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0;
+            && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+            && super::namespaces::may_delete_on_update(info, &new);
         let mutation = if finalized {
             Mutation::Delete {
                 key: info.storage_key(),

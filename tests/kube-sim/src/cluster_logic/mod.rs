@@ -12,6 +12,7 @@ pub mod eviction;
 pub mod gc;
 pub mod hpa;
 pub mod kubelet;
+pub mod namespace_deletion;
 pub mod replicaset;
 pub mod rollout;
 pub mod scheduler;

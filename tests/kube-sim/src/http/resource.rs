@@ -168,9 +168,14 @@ async fn handle_inner(
         .await
         .map_err(|e| ApiError::bad_request(format!("cannot read the request body: {e}")))?;
     let sub = rp.subresource.as_deref();
+    // `finalize` takes only PUT, as upstream's `FinalizeREST` (an Updater, not a Getter).
+    if sub == Some("finalize") && method != "PUT" && info.group.is_empty() && info.plural == "namespaces" {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
     if let (Some(name), Some(sub_name)) = (rp.name.as_deref(), sub)
-        && sub_name != "status"
-        && sub_name != "scale"
+        && !matches!(sub_name, "status" | "scale" | "finalize")
     {
         {
             let handler = cluster
