@@ -35,6 +35,25 @@ async fn marking_an_object_for_deletion_bumps_its_generation_once() {
         assert_eq!(meta(&answer.body), (json!(2), json!(0), json!(["example.com/x"])));
     }
 
+    // Emptying the finalizers deletes it; the answer is the object as written (real v1.35).
+    let gvr = kube_sim::Gvr::new("policy", "v1", "poddisruptionbudgets");
+    let release = json!({"metadata": {"finalizers": null}}).to_string();
+    let (released, _) = sim
+        .cluster()
+        .patch(
+            &gvr,
+            Some("default"),
+            "f",
+            None,
+            kube_sim::patch::PatchType::Merge,
+            release.as_bytes(),
+            &Default::default(),
+        )
+        .await
+        .expect("released");
+    assert_eq!(meta(&released), (json!(2), json!(0), Value::Null));
+    assert!(!sim.exists("policy/v1", "poddisruptionbudgets", Some("default"), "f"));
+
     // Kinds without a generation stay without one.
     let cms = "/api/v1/namespaces/default/configmaps";
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/x"]}});

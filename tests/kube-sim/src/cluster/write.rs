@@ -568,15 +568,18 @@ impl Cluster {
             && new["metadata"]["finalizers"].as_array().is_none_or(|f| f.is_empty())
             && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
             && super::namespaces::may_delete_on_update(info, &new);
-        let mutation = if finalized {
-            Mutation::Delete {
+        // A write that empties the finalizers of a deleted object deletes it and answers the
+        // object as written (upstream's `deleteWithoutFinalizers` returns the updated object).
+        let (mutation, answer) = if finalized {
+            let mutation = Mutation::Delete {
                 key: info.storage_key(),
                 namespace: meta_str(current, "namespace").to_string(),
                 name: meta_str(current, "name").to_string(),
                 expected_rv,
-            }
+            };
+            (mutation, Some(Arc::new(new)))
         } else {
-            Mutation::Update { key: info.storage_key(), object: new, expected_rv }
+            (Mutation::Update { key: info.storage_key(), object: new, expected_rv }, None)
         };
         match self.store().commit(mutation) {
             Ok(stored) => {
@@ -584,7 +587,7 @@ impl Cluster {
                 if super::crds::is_crd(info) {
                     self.sync_crd_group(stored["spec"]["group"].as_str().unwrap_or_default());
                 }
-                Ok(Attempt::Done(stored))
+                Ok(Attempt::Done(answer.unwrap_or(stored)))
             }
             Err(CommitError::Conflict) => Ok(Attempt::Retry),
             Err(CommitError::NotFound) => {
