@@ -17,6 +17,7 @@ use super::Cluster;
 use super::hooks::{AdmissionRequest, Operation};
 use super::options::{DeleteOptions, DeleteOutcome, WriteOptions};
 use super::write::Target;
+use crate::cluster_logic::gc::namespace_deletion_finalizers;
 use crate::cluster_logic::namespace_deletion::finalized_spec_finalizers;
 use crate::error::ApiError;
 use crate::meta::{meta_mut, meta_str, now_rfc3339};
@@ -66,26 +67,6 @@ pub(super) enum NamespaceDelete {
     Retry,
     /// `spec.finalizers` is empty: the generic delete (metadata finalizers) applies.
     Generic,
-}
-
-/// `shouldHaveOrphanFinalizer` / `shouldHaveDeleteDependentsFinalizer` on the first DELETE.
-fn gc_finalizers(current: &[Value], policy: Option<&str>) -> Vec<Value> {
-    let had = |f: &str| current.iter().any(|x| x == f);
-    let (orphan, foreground) = match policy {
-        Some("Orphan") => (true, false),
-        Some("Foreground") => (false, true),
-        Some(_) => (false, false),
-        None => (had("orphan"), had("foregroundDeletion")),
-    };
-    let mut out: Vec<Value> =
-        current.iter().filter(|f| *f != "orphan" && *f != "foregroundDeletion").cloned().collect();
-    if orphan {
-        out.push(json!("orphan"));
-    }
-    if foreground {
-        out.push(json!("foregroundDeletion"));
-    }
-    out
 }
 
 impl Cluster {
@@ -147,7 +128,7 @@ impl Cluster {
         meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
         if self.config().deletion_finalizers {
             let had = meta.get("finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
-            let finalizers = gc_finalizers(&had, opts.propagation_policy.as_deref());
+            let finalizers = namespace_deletion_finalizers(&had, opts.propagation_policy.as_deref());
             if finalizers.is_empty() {
                 meta.remove("finalizers");
             } else {

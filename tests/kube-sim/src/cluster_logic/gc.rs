@@ -78,6 +78,28 @@ pub fn deletion_finalizers(finalizers: &[Value], policy: Option<&str>) -> Vec<Va
     out
 }
 
+/// The Namespace registry's version (`shouldHaveOrphanFinalizer` /
+/// `shouldHaveDeleteDependentsFinalizer`): without a policy, each GC finalizer the namespace
+/// has stays, both may.
+pub fn namespace_deletion_finalizers(finalizers: &[Value], policy: Option<&str>) -> Vec<Value> {
+    let had = |f: &str| finalizers.iter().any(|x| x == f);
+    let (orphan, foreground) = match policy {
+        Some("Orphan") => (true, false),
+        Some("Foreground") => (false, true),
+        Some(_) => (false, false),
+        None => (had(ORPHAN_FINALIZER), had(FOREGROUND_FINALIZER)),
+    };
+    let mut out: Vec<Value> =
+        finalizers.iter().filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER).cloned().collect();
+    if orphan {
+        out.push(json!(ORPHAN_FINALIZER));
+    }
+    if foreground {
+        out.push(json!(FOREGROUND_FINALIZER));
+    }
+    out
+}
+
 /// Looks owners up for the collector.
 pub trait OwnerLookup {
     /// Whether objects of `kind` in `api_version` are namespaced (None when unknown).
@@ -258,6 +280,10 @@ mod tests {
         for (before, policy, after) in cases {
             assert_eq!(deletion_finalizers(&f(before), *policy), f(after), "{before:?} {policy:?}");
         }
+        let both = f(&["orphan", "foregroundDeletion"]);
+        assert_eq!(namespace_deletion_finalizers(&both, None), both, "a namespace keeps both");
+        assert_eq!(deletion_finalizers(&both, None), f(&["orphan"]), "another object: orphan wins");
+        assert_eq!(namespace_deletion_finalizers(&both, Some("Background")), f(&[]));
     }
 
     #[test]
