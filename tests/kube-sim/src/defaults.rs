@@ -1,9 +1,12 @@
-//! Decode-time defaulting for the built-in types the product reads (upstream `SetDefaults_*`),
-//! and the few fields the strategies set on create and update (`PrepareForCreate`,
-//! `PrepareForUpdate`), which, unlike defaults, no manager owns.
+//! Decode-time defaulting for the built-in types the product reads (upstream `SetDefaults_*`;
+//! larger kinds have a submodule each), and the few fields the strategies set on create and
+//! update (`PrepareForCreate`, `PrepareForUpdate`), which, unlike defaults, no manager owns.
 
 use base64::Engine as _;
 use serde_json::{Value, json};
+
+pub mod crd;
+pub mod service;
 
 fn default(obj: &mut Value, key: &str, value: Value) {
     if let Value::Object(m) = obj
@@ -201,6 +204,8 @@ pub fn apply(group: &str, plural: &str, object: &mut Value) {
             }
             default(object, "type", json!("Opaque"));
         }
+        ("", "services") => service::service(object),
+        ("apiextensions.k8s.io", "customresourcedefinitions") => crd::crd(object),
         // Core Events (the storage form of both Event APIs): non-pointer fields always written.
         ("", "events") => {
             default(object, "source", json!({}));

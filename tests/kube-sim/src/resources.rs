@@ -161,6 +161,7 @@ const BUILTINS: &[Builtin] = &[
         "HorizontalPodAutoscaler",
         true,
         &["hpa"],
+        // No generation: the HPA strategy never sets one (the real v1.35 answers none).
         (true, false, true, false),
     ),
     b("coordination.k8s.io/v1", "leases", "Lease", true, &[], (false, false, false, false)),
@@ -326,12 +327,17 @@ impl Catalogue {
     }
 }
 
-/// The served versions of a CRD object as catalogue entries (empty when it is malformed).
+/// The served versions of a CRD object as catalogue entries, under its accepted names (empty
+/// while its names are not accepted, or when it is malformed).
 pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
+    if !crate::cluster_logic::crd_status::is_served(crd) {
+        return Vec::new();
+    }
     let spec = &crd["spec"];
     let group = spec["group"].as_str().unwrap_or_default().to_string();
-    let names = &spec["names"];
-    let plural = names["plural"].as_str().unwrap_or_default().to_string();
+    let names = &Value::Object(crate::cluster_logic::crd_status::served_names(crd));
+    // The URL names the CRD (`<plural>.<group>`): the spec's plural.
+    let plural = spec["names"]["plural"].as_str().unwrap_or_default().to_string();
     let kind = names["kind"].as_str().unwrap_or_default().to_string();
     if group.is_empty() || plural.is_empty() || kind.is_empty() {
         return Vec::new();

@@ -77,6 +77,9 @@ async fn pods_beyond_capacity_stay_pending_until_uncordon_makes_room() {
         !has_cordon_taint(&s.get("v1", "nodes", None, "node-2"))
     })
     .await;
+    // As on the real node lifecycle controller: the emptied list is dropped, not left as `[]`.
+    let node = sim.get("v1", "nodes", None, "node-2");
+    assert!(node["spec"].get("taints").is_none(), "{}", node["spec"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! DELETE and DELETE-collection: preconditions, admission, finalizers, graceful pod
-//! termination (opt-in) and namespace content removal.
+//! termination (opt-in); Namespaces have their registry's rules (`namespaces.rs`).
 
 use std::sync::Arc;
 
@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use super::Cluster;
 use super::hooks::{AdmissionRequest, Operation};
+use super::namespaces::NamespaceDelete;
 use super::options::{DeleteOptions, DeleteOutcome, Gvr};
+use crate::cluster_logic::gc::deletion_finalizers;
 use crate::error::{ApiError, FieldError};
 use crate::meta::{meta_mut, meta_str, now_rfc3339};
 use crate::resources::ResourceInfo;
@@ -47,6 +49,13 @@ impl Cluster {
                 .store()
                 .get(&key, ns, name)
                 .ok_or_else(|| ApiError::not_found(&info.group, &info.plural, name))?;
+            if super::namespaces::is_namespaces(info) {
+                match self.delete_namespace(info, &current, opts).await? {
+                    NamespaceDelete::Done(outcome) => return Ok(outcome),
+                    NamespaceDelete::Retry => continue,
+                    NamespaceDelete::Generic => {}
+                }
+            }
             let uid = meta_str(&current, "uid");
             // Upstream's `BeforeDelete` validates the options once the object is found.
             if let Some(policy) = opts
@@ -111,14 +120,7 @@ impl Cluster {
             let mut finalizers: Vec<Value> =
                 current["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
             if self.config().deletion_finalizers && current["metadata"]["deletionTimestamp"].is_null() {
-                let extra = match opts.propagation_policy.as_deref() {
-                    Some("Foreground") => Some("foregroundDeletion"),
-                    Some("Orphan") => Some("orphan"),
-                    _ => None,
-                };
-                if let Some(f) = extra.filter(|f| !finalizers.iter().any(|x| x == f)) {
-                    finalizers.push(json!(f));
-                }
+                finalizers = deletion_finalizers(&finalizers, opts.propagation_policy.as_deref());
             }
             let grace = self.pod_grace_period(info, &current, opts);
             if grace > 0 && !current["metadata"]["deletionTimestamp"].is_null() {
@@ -135,8 +137,15 @@ impl Cluster {
                 let meta = meta_mut(&mut marked);
                 meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
                 meta.insert("deletionGracePeriodSeconds".into(), json!(grace.max(0)));
-                if !finalizers.is_empty() {
+                if finalizers.is_empty() {
+                    meta.remove("finalizers");
+                } else {
                     meta.insert("finalizers".into(), Value::Array(finalizers));
+                }
+                // Marking is a change controllers must see (`markAsDeleting` and the graceful
+                // `BeforeDelete` bump a generation that is set, once).
+                if let Some(generation) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+                    meta.insert("generation".into(), json!(generation + 1));
                 }
                 let expected_rv = object_rv(&current);
                 match self.store().commit(Mutation::Update { key: key.clone(), object: marked, expected_rv })
@@ -157,8 +166,9 @@ impl Cluster {
             match self.store().commit(mutation) {
                 Ok(last) => {
                     self.after_write(info, &last, true);
-                    if info.group.is_empty() && info.plural == "namespaces" {
-                        self.delete_namespace_content(name).await;
+                    if super::crds::is_crd(info) {
+                        // Names the CRD held may now be free for another of its group.
+                        self.sync_crd_group(last["spec"]["group"].as_str().unwrap_or_default());
                     }
                     return Ok(DeleteOutcome::Deleted(last));
                 }
@@ -180,25 +190,6 @@ impl Cluster {
         opts.grace_period_seconds
             .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
             .unwrap_or(30)
-    }
-
-    /// Namespace deletion removes its content at once (no namespace controller in part 1).
-    fn delete_namespace_content<'a>(&'a self, ns: &'a str) -> futures::future::BoxFuture<'a, ()> {
-        Box::pin(self.delete_namespace_content_inner(ns))
-    }
-
-    async fn delete_namespace_content_inner(&self, ns: &str) {
-        let mut seen = std::collections::HashSet::new();
-        for info in self.catalogue().all().into_iter().filter(|r| r.namespaced) {
-            if !seen.insert(info.storage_key()) {
-                continue;
-            }
-            let page = self.store().list(&info.storage_key(), Some(ns), None, 0, &|_| true);
-            for object in page.items {
-                let opts = DeleteOptions { skip_admission: true, ..DeleteOptions::default() };
-                let _ = self.delete_checked(&info, ns, meta_str(&object, "name"), &opts).await;
-            }
-        }
     }
 
     /// DELETE collection: deletes every object the list options select; returns them.

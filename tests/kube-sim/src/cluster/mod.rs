@@ -2,11 +2,15 @@
 //! The HTTP layer is a thin translation onto these methods; in-process controllers (part 2)
 //! use them directly.
 
+mod binding;
+mod crds;
 mod delete;
 mod hooks;
+mod namespaces;
 mod options;
 mod patching;
 mod scale;
+mod services;
 mod tracking;
 mod watch;
 mod write;
@@ -18,6 +22,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::Value;
 
+pub use binding::bind;
 pub use hooks::{AdmissionHook, AdmissionRequest, Operation, SubresourceHandler, SubresourceRequest};
 pub use options::{DeleteOptions, DeleteOutcome, Gvr, ListOptions, ListResult, WatchOptions, WriteOptions};
 pub(crate) use patching::{field_manager_errors, patch_option_errors};
@@ -45,6 +50,10 @@ pub struct ClusterConfig {
     /// `propagationPolicy: Foreground|Orphan` add the `foregroundDeletion`/`orphan` finalizer
     /// (for a garbage collector to process). Off by default: the policy is ignored.
     pub deletion_finalizers: bool,
+    /// A namespace controller runs: a deleted Namespace stays `Terminating` until it has
+    /// removed the content and the `kubernetes` finalizer. Off by default: the API layer
+    /// removes the content and the namespace right after answering the DELETE.
+    pub namespace_controller: bool,
 }
 
 impl Default for ClusterConfig {
@@ -55,6 +64,7 @@ impl Default for ClusterConfig {
             default_watch_timeout: Duration::from_secs(1800),
             graceful_pod_deletion: false,
             deletion_finalizers: false,
+            namespace_controller: false,
         }
     }
 }
@@ -69,6 +79,7 @@ struct Inner {
     admission: RwLock<Option<Arc<dyn AdmissionHook>>>,
     subresources: RwLock<HashMap<SubresourceKey, Arc<dyn SubresourceHandler>>>,
     shutdown: tokio::sync::watch::Sender<bool>,
+    service_reservations: std::sync::Mutex<services::Reservations>,
 }
 
 /// A simulated cluster: store, served resources, hooks and request log. Cheap to clone.
@@ -105,6 +116,7 @@ impl Cluster {
                 admission: RwLock::new(None),
                 subresources: RwLock::new(HashMap::new()),
                 shutdown,
+                service_reservations: std::sync::Mutex::default(),
             }),
         };
         for ns in INITIAL_NAMESPACES {
@@ -114,6 +126,19 @@ impl Cluster {
             // Cannot fail: fresh store, valid names.
             let _ = cluster.create_blocking_internal(object);
         }
+        cluster.register_binding();
+        // `PUT namespaces/NAME/finalize` is served by the write pipeline; listed for discovery.
+        cluster.inner.catalogue.add_extra_subresource(
+            "",
+            "namespaces",
+            ExtraSubresource {
+                name: "finalize".into(),
+                group: String::new(),
+                version: "v1".into(),
+                kind: "Namespace".into(),
+                verbs: vec!["update".into()],
+            },
+        );
         cluster
     }
 

@@ -25,6 +25,8 @@ pub(crate) enum Target {
     Main,
     Status,
     Scale,
+    /// `namespaces/NAME/finalize` (PUT only over HTTP).
+    Finalize,
 }
 
 impl Target {
@@ -33,6 +35,7 @@ impl Target {
             None | Some("") => Ok(Self::Main),
             Some("status") if info.status => Ok(Self::Status),
             Some("scale") if info.scale.is_some() => Ok(Self::Scale),
+            Some("finalize") if super::namespaces::is_namespaces(info) => Ok(Self::Finalize),
             Some(_) => Err(ApiError::no_route()),
         }
     }
@@ -41,6 +44,7 @@ impl Target {
             Self::Main => None,
             Self::Status => Some("status".into()),
             Self::Scale => Some("scale".into()),
+            Self::Finalize => Some("finalize".into()),
         }
     }
 }
@@ -99,6 +103,7 @@ fn initial_status(info: &ResourceInfo) -> Option<Value> {
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => Some(json!({"phase": "Pending"})),
         ("", "namespaces") => Some(json!({"phase": "Active"})),
+        ("", "services") => Some(json!({"loadBalancer": {}})),
         ("apps", "deployments") => Some(json!({})),
         // The zero status upstream writes (its slice and counter are not `omitempty`).
         ("autoscaling", "horizontalpodautoscalers") => {
@@ -178,7 +183,10 @@ impl Cluster {
         let key = crate::resources::StorageKey { group: String::new(), plural: "namespaces".into() };
         match self.store().get(&key, "", ns) {
             None => Err(ApiError::not_found("", "namespaces", ns)),
-            Some(n) if !n["metadata"]["deletionTimestamp"].is_null() => {
+            // NamespaceLifecycle looks at the phase (set with the deletion timestamp).
+            Some(n)
+                if n["status"]["phase"] == "Terminating" || !n["metadata"]["deletionTimestamp"].is_null() =>
+            {
                 let mut err = ApiError::forbidden(
                     &info.group,
                     &info.plural,
@@ -281,6 +289,7 @@ impl Cluster {
             if let Some(status) = initial_status(info) {
                 m.insert("status".into(), status);
             }
+            super::crds::prepare_create(info, &mut object);
         }
         if info.storage_group.is_empty() && info.plural == "pods" && !opts.skip_admission {
             crate::defaults::admit_new_pod(&mut object);
@@ -313,6 +322,7 @@ impl Cluster {
         if info.tracks_generation {
             meta.insert("generation".into(), json!(1));
         }
+        let _reserved = self.prepare_service(info, &mut object, None, opts.dry_run)?;
         crate::validation::validate(info, &object, None)?;
         let name = meta_str(&object, "name").to_string();
         let mut validating = request;
@@ -327,6 +337,9 @@ impl Cluster {
             .commit(Mutation::Create { key: info.storage_key(), object })
             .map_err(|_| ApiError::already_exists(&info.group, &info.plural, &name))?;
         self.after_write(info, &stored, false);
+        if super::crds::is_crd(info) {
+            self.sync_crd_group(stored["spec"]["group"].as_str().unwrap_or_default());
+        }
         Ok(stored)
     }
 
@@ -513,6 +526,11 @@ impl Cluster {
                 }
                 n
             }
+            Target::Finalize => {
+                let mut n = requested;
+                super::namespaces::prepare_update(info, target, &mut n, current);
+                n
+            }
             Target::Main | Target::Scale => {
                 let mut n = requested;
                 if info.status && !opts.keep_status {
@@ -524,9 +542,11 @@ impl Cluster {
                             }
                         }
                     }
+                    super::crds::prepare_update(info, &mut n);
                 }
                 crate::defaults::apply(&info.storage_group, &info.plural, &mut n);
                 crate::defaults::prepare_for_update(&info.storage_group, &info.plural, &mut n, current);
+                super::namespaces::prepare_update(info, target, &mut n, current);
                 n
             }
         };
@@ -596,6 +616,10 @@ impl Cluster {
             }
             None => self.admit(request.clone(), &mut new, opts.skip_admission).await?,
         }
+        let _reserved = match target {
+            Target::Main => self.prepare_service(info, &mut new, Some(current), opts.dry_run)?,
+            Target::Status | Target::Scale | Target::Finalize => None,
+        };
         // Only the main resource (and scale) bumps it: no status strategy does.
         if info.tracks_generation
             && !matches!(target, Target::Status)
@@ -618,22 +642,27 @@ impl Cluster {
         // Removing the last finalizer completes a deletion whose grace period is over.
         let finalized = !new["metadata"]["deletionTimestamp"].is_null()
             && new["metadata"]["finalizers"].as_array().is_none_or(|f| f.is_empty())
-            && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0;
-        // Upstream answers such an update with the object of the request, not the stored one.
-        let answer = finalized.then(|| Arc::new(new.clone()));
-        let mutation = if finalized {
-            Mutation::Delete {
+            && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0
+            && super::namespaces::may_delete_on_update(info, &new);
+        // A write that empties the finalizers of a deleted object deletes it and answers the
+        // object as written (upstream's `deleteWithoutFinalizers` returns the updated object).
+        let (mutation, answer) = if finalized {
+            let mutation = Mutation::Delete {
                 key: info.storage_key(),
                 namespace: meta_str(current, "namespace").to_string(),
                 name: meta_str(current, "name").to_string(),
                 expected_rv,
-            }
+            };
+            (mutation, Some(Arc::new(new)))
         } else {
-            Mutation::Update { key: info.storage_key(), object: new, expected_rv }
+            (Mutation::Update { key: info.storage_key(), object: new, expected_rv }, None)
         };
         match self.store().commit(mutation) {
             Ok(stored) => {
                 self.after_write(info, &stored, finalized);
+                if super::crds::is_crd(info) {
+                    self.sync_crd_group(stored["spec"]["group"].as_str().unwrap_or_default());
+                }
                 Ok(Attempt::Done(answer.unwrap_or(stored)))
             }
             Err(CommitError::Conflict) => Ok(Attempt::Retry),

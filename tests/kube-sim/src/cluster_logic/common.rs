@@ -38,6 +38,14 @@ pub fn scaled_int_or_percent(value: &Value, total: i64, round_up: bool) -> Resul
     }
 }
 
+/// A list a controller writes through a JSON merge patch: `null` when empty, so the field is
+/// removed. Go clients serialise an emptied slice with `omitempty` away, so the real apiserver
+/// never stores `[]` for `spec.taints` or `metadata.ownerReferences` (measured: uncordon and
+/// orphaning leave no such field).
+pub fn list_or_removed(items: Vec<Value>) -> Value {
+    if items.is_empty() { Value::Null } else { Value::Array(items) }
+}
+
 /// The object's `metadata.name` (`""` if absent).
 pub fn name_of(object: &Value) -> &str {
     object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
@@ -248,6 +256,12 @@ mod tests {
         assert_eq!((e.code, e.reason.as_str(), e.message.as_str()), (429, "TooManyRequests", "slow down"));
         assert_eq!(e.to_status(), r.body, "the API layer renders the same body");
         assert_eq!(StatusResponse::success(201).body["status"], "Success");
+    }
+
+    #[test]
+    fn emptied_lists_are_removed_not_written_empty() {
+        assert_eq!(list_or_removed(Vec::new()), Value::Null);
+        assert_eq!(list_or_removed(vec![json!("a")]), json!(["a"]));
     }
 
     #[test]

@@ -56,6 +56,50 @@ pub fn propagation_of(delete_options: &Value) -> Result<Propagation, String> {
     }
 }
 
+/// upstream `deletionFinalizersForGarbageCollection`: the finalizers a first DELETE leaves on
+/// the object. Both GC finalizers are dropped, then added back as the policy says (an explicit
+/// `propagationPolicy` wins; without one, the finalizer the object already had stays).
+pub fn deletion_finalizers(finalizers: &[Value], policy: Option<&str>) -> Vec<Value> {
+    let had = |f: &str| finalizers.iter().any(|x| x == f);
+    let (orphan, foreground) = match policy {
+        Some("Orphan") => (true, false),
+        Some("Foreground") => (false, true),
+        Some("Background") => (false, false),
+        _ => (had(ORPHAN_FINALIZER), had(FOREGROUND_FINALIZER) && !had(ORPHAN_FINALIZER)),
+    };
+    let mut out: Vec<Value> =
+        finalizers.iter().filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER).cloned().collect();
+    if orphan {
+        out.push(json!(ORPHAN_FINALIZER));
+    }
+    if foreground {
+        out.push(json!(FOREGROUND_FINALIZER));
+    }
+    out
+}
+
+/// The Namespace registry's version (`shouldHaveOrphanFinalizer` /
+/// `shouldHaveDeleteDependentsFinalizer`): without a policy, each GC finalizer the namespace
+/// has stays, both may.
+pub fn namespace_deletion_finalizers(finalizers: &[Value], policy: Option<&str>) -> Vec<Value> {
+    let had = |f: &str| finalizers.iter().any(|x| x == f);
+    let (orphan, foreground) = match policy {
+        Some("Orphan") => (true, false),
+        Some("Foreground") => (false, true),
+        Some(_) => (false, false),
+        None => (had(ORPHAN_FINALIZER), had(FOREGROUND_FINALIZER)),
+    };
+    let mut out: Vec<Value> =
+        finalizers.iter().filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER).cloned().collect();
+    if orphan {
+        out.push(json!(ORPHAN_FINALIZER));
+    }
+    if foreground {
+        out.push(json!(FOREGROUND_FINALIZER));
+    }
+    out
+}
+
 /// Looks owners up for the collector.
 pub trait OwnerLookup {
     /// Whether objects of `kind` in `api_version` are namespaced (None when unknown).
@@ -217,6 +261,29 @@ mod tests {
         assert_eq!(propagation_of(&json!({"propagationPolicy": "Foreground"})), Ok(Propagation::Foreground));
         assert!(propagation_of(&json!({"propagationPolicy": "Sideways"})).is_err());
         assert_eq!(Propagation::Foreground.owner_finalizer(), Some("foregroundDeletion"));
+    }
+
+    #[test]
+    fn a_first_delete_sets_the_gc_finalizers_its_policy_asks_for() {
+        let f = |list: &[&str]| list.iter().map(|x| json!(x)).collect::<Vec<Value>>();
+        let cases: &[(&[&str], Option<&str>, &[&str])] = &[
+            (&[], None, &[]),
+            (&[], Some("Background"), &[]),
+            (&[], Some("Orphan"), &["orphan"]),
+            (&["example.com/x"], Some("Foreground"), &["example.com/x", "foregroundDeletion"]),
+            // An explicit policy replaces the other GC finalizer; none keeps it.
+            (&["orphan", "example.com/x"], Some("Foreground"), &["example.com/x", "foregroundDeletion"]),
+            (&["orphan"], Some("Background"), &[]),
+            (&["orphan"], None, &["orphan"]),
+            (&["foregroundDeletion"], None, &["foregroundDeletion"]),
+        ];
+        for (before, policy, after) in cases {
+            assert_eq!(deletion_finalizers(&f(before), *policy), f(after), "{before:?} {policy:?}");
+        }
+        let both = f(&["orphan", "foregroundDeletion"]);
+        assert_eq!(namespace_deletion_finalizers(&both, None), both, "a namespace keeps both");
+        assert_eq!(deletion_finalizers(&both, None), f(&["orphan"]), "another object: orphan wins");
+        assert_eq!(namespace_deletion_finalizers(&both, Some("Background")), f(&[]));
     }
 
     #[test]

@@ -5,15 +5,18 @@
 
 pub mod admission;
 pub mod common;
+pub mod crd_status;
 pub mod daemonset;
 pub mod disruption;
 pub mod eviction;
 pub mod gc;
 pub mod hpa;
 pub mod kubelet;
+pub mod namespace_deletion;
 pub mod replicaset;
 pub mod rollout;
 pub mod scheduler;
+pub mod service_ips;
 
 #[cfg(test)]
 mod test_support;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, ObjectRef, Recheck, Reconciler, key_of, retry_delay, storage_key};
 use crate::cluster::{DeleteOptions, Gvr, WriteOptions};
-use crate::cluster_logic::common::{is_terminating, uid_of};
+use crate::cluster_logic::common::{is_terminating, list_or_removed, uid_of};
 use crate::cluster_logic::gc::{
     DependentAction, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, OwnerLookup, classify_dependent,
     foreground_blockers, without_owner,
@@ -181,7 +181,8 @@ fn dependents(ctx: &Ctx, owner: &Value) -> Vec<(Arc<ResourceInfo>, Value)> {
 async fn orphan_dependents(ctx: &Ctx, info: &ResourceInfo, owner: &Value) -> Result<(), ApiError> {
     for (dep_info, dependent) in dependents(ctx, owner) {
         let refs = without_owner(&dependent, uid_of(owner));
-        merge_patch(ctx, &dep_info, &dependent, json!({"metadata": {"ownerReferences": refs}})).await?;
+        let patch = json!({"metadata": {"ownerReferences": list_or_removed(refs)}});
+        merge_patch(ctx, &dep_info, &dependent, patch).await?;
     }
     remove_finalizer(ctx, info, owner, ORPHAN_FINALIZER).await
 }
@@ -220,7 +221,7 @@ async fn attempt_to_delete(ctx: &Ctx, info: &ResourceInfo, object: &Value) -> Re
     match classify_dependent(object, has_dependents, &lookup) {
         DependentAction::Keep => Ok(()),
         DependentAction::SetOwnerReferences(refs) => {
-            let patch = json!({"metadata": {"resourceVersion": object["metadata"]["resourceVersion"], "ownerReferences": refs}});
+            let patch = json!({"metadata": {"resourceVersion": object["metadata"]["resourceVersion"], "ownerReferences": list_or_removed(refs)}});
             merge_patch(ctx, info, object, patch).await
         }
         DependentAction::Delete(propagation) => {

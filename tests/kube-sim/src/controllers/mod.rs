@@ -14,6 +14,7 @@ mod gc;
 mod hpa;
 mod keda;
 mod kubelet;
+mod namespace;
 mod namespace_defaults;
 mod node_lifecycle;
 mod replicaset;
@@ -78,7 +79,12 @@ impl ClusterBehaviour {
     /// `config` with what the controllers need: graceful pod deletion (the kubelet finishes
     /// it) and the `foregroundDeletion`/`orphan` finalizers (the garbage collector handles them).
     pub fn cluster_config(&self, config: ClusterConfig) -> ClusterConfig {
-        ClusterConfig { graceful_pod_deletion: true, deletion_finalizers: true, ..config }
+        ClusterConfig {
+            graceful_pod_deletion: true,
+            deletion_finalizers: true,
+            namespace_controller: true,
+            ..config
+        }
     }
 
     /// Adds a `--service-endpoint NAMESPACE/NAME=HOST:PORT` route.
@@ -135,7 +141,8 @@ impl BehaviourHandle {
     /// Pauses one controller loop (a test hook, e.g. to observe a PDB before the disruption
     /// controller has seen it): `node-lifecycle`, `scheduler`, `kubelet`, `replicaset`,
     /// `deployment`, `disruption`, `disruption-target-cleanup`, `garbage-collector`, `hpa`,
-    /// `keda`, `daemonset`, `namespace-defaults`. Changes queue up and are handled on [`Self::resume`].
+    /// `keda`, `daemonset`, `namespace-defaults`, `namespace`. Changes queue up and are handled on
+    /// [`Self::resume`].
     pub fn pause(&self, controller: &str) {
         self.ctx.set_paused(controller, true);
     }
@@ -226,6 +233,7 @@ pub async fn start(cluster: &Cluster, behaviour: ClusterBehaviour) -> Result<Beh
         Loop::new("keda", keda::Keda, 1),
         Loop::new("daemonset", daemonset::DaemonSets, 1),
         Loop::new("namespace-defaults", namespace_defaults::NamespaceDefaults, 1),
+        Loop::new("namespace", namespace::Namespaces, 1),
     ];
     let tasks = runtime::run(ctx.clone(), loops);
     Ok(BehaviourHandle { tasks, routes, bridge, ctx })
@@ -254,7 +262,7 @@ mod tests {
     fn the_cluster_config_enables_graceful_deletion_and_deletion_finalizers() {
         let config = ClusterBehaviour::default()
             .cluster_config(ClusterConfig { history_limit: 7, ..ClusterConfig::default() });
-        assert!(config.graceful_pod_deletion && config.deletion_finalizers);
+        assert!(config.graceful_pod_deletion && config.deletion_finalizers && config.namespace_controller);
         assert_eq!(config.history_limit, 7);
         let node = node_object("node-9", 12);
         assert_eq!(node["status"]["allocatable"]["pods"], "12");

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
 use crate::cluster::{Gvr, WriteOptions};
+use crate::cluster_logic::common::list_or_removed;
 use crate::cluster_logic::scheduler::reconcile_cordon_taint;
 use crate::patch::PatchType;
 use crate::store::StoredEvent;
@@ -34,7 +35,8 @@ impl Reconciler for NodeLifecycle {
             let node = ctx.get("", "nodes", "", &key.1)?;
             let taints = reconcile_cordon_taint(&node, jiff::Timestamp::now())?;
             let rv = node["metadata"]["resourceVersion"].clone();
-            let patch = json!({"metadata": {"resourceVersion": rv}, "spec": {"taints": taints}});
+            let patch =
+                json!({"metadata": {"resourceVersion": rv}, "spec": {"taints": list_or_removed(taints)}});
             let gvr = Gvr::new("", "v1", "nodes");
             let result = ctx
                 .cluster

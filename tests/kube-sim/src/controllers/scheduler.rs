@@ -95,60 +95,23 @@ impl Reconciler for Scheduler {
                     && c["reason"] == wanted["reason"]
                     && c["message"] == wanted["message"]
             });
-            let gvr = Gvr::new("", "v1", "pods");
-            let bind_to = match &decision {
-                Scheduling::Bind(node) => Some(node.clone()),
-                Scheduling::Unschedulable(_) => None,
-            };
-            if same && bind_to.is_none() {
-                return None;
-            }
-            let mut wanted = wanted;
-            if let Some(old) = current.filter(|c| c["status"] == wanted["status"]) {
-                wanted["lastTransitionTime"] = old["lastTransitionTime"].clone();
-            }
-            conditions.retain(|c| c["type"] != "PodScheduled");
-            conditions.push(wanted);
-            let mut status = pod.get("status").cloned().unwrap_or_else(|| json!({}));
-            status["conditions"] = Value::Array(conditions);
-            let mut patch = json!({"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]}, "status": status});
-            let result = match bind_to {
-                // The binding subresource: spec.nodeName and PodScheduled in one server-side
-                // write, without pod admission.
-                Some(node) => {
-                    patch["spec"] = json!({"nodeName": node});
-                    // Upstream's binding writes the pod without field tracking.
-                    let opts = WriteOptions {
-                        skip_admission: true,
-                        keep_status: true,
-                        skip_field_tracking: true,
-                        ..WriteOptions::default()
-                    };
-                    let bound = ctx
+            let node = match &decision {
+                Scheduling::Bind(node) => node.clone(),
+                Scheduling::Unschedulable(_) if same => return None,
+                Scheduling::Unschedulable(_) => {
+                    let mut wanted = wanted;
+                    if let Some(old) = current.filter(|c| c["status"] == wanted["status"]) {
+                        wanted["lastTransitionTime"] = old["lastTransitionTime"].clone();
+                    }
+                    conditions.retain(|c| c["type"] != "PodScheduled");
+                    conditions.push(wanted);
+                    let mut status = pod.get("status").cloned().unwrap_or_else(|| json!({}));
+                    status["conditions"] = Value::Array(conditions);
+                    let patch = json!({"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]}, "status": status});
+                    let result = ctx
                         .cluster
                         .patch(
-                            &gvr,
-                            Some(&key.0),
-                            &key.1,
-                            None,
-                            PatchType::Merge,
-                            patch.to_string().as_bytes(),
-                            &opts,
-                        )
-                        .await;
-                    if let Ok((stored, _)) = &bound {
-                        let rv = crate::store::object_rv(stored);
-                        self.assumed
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(key.clone(), (node, rv));
-                    }
-                    bound
-                }
-                None => {
-                    ctx.cluster
-                        .patch(
-                            &gvr,
+                            &Gvr::new("", "v1", "pods"),
                             Some(&key.0),
                             &key.1,
                             Some("status"),
@@ -156,9 +119,19 @@ impl Reconciler for Scheduler {
                             patch.to_string().as_bytes(),
                             &WriteOptions::from_user_agent("kube-scheduler"),
                         )
-                        .await
+                        .await;
+                    return result.err().and_then(|e| retry_delay(&e));
                 }
             };
+            // The binding subresource: spec.nodeName and PodScheduled in one storage write,
+            // without pod admission or a generation bump.
+            let binding_meta =
+                json!({"uid": pod["metadata"]["uid"], "resourceVersion": pod["metadata"]["resourceVersion"]});
+            let result = ctx.cluster.bind_pod(&key.0, &key.1, &node, &binding_meta, false).await;
+            if let Ok(stored) = &result {
+                let rv = crate::store::object_rv(stored);
+                self.assumed.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), (node, rv));
+            }
             result.err().and_then(|e| retry_delay(&e))
         })
     }

@@ -234,9 +234,12 @@ async fn handle_inner(
         return Ok(respond::json(201, &answer));
     }
     let sub = rp.subresource.as_deref();
+    // `finalize` takes only PUT, as upstream's `FinalizeREST` (an Updater, not a Getter).
+    if sub == Some("finalize") && method != "PUT" && info.group.is_empty() && info.plural == "namespaces" {
+        return Err(ApiError::method_not_allowed());
+    }
     if let (Some(name), Some(sub_name)) = (rp.name.as_deref(), sub)
-        && sub_name != "status"
-        && sub_name != "scale"
+        && !matches!(sub_name, "status" | "scale" | "finalize")
     {
         {
             let handler = cluster

@@ -33,9 +33,12 @@ fn custom(kind: &str) -> ResourceInfo {
         _ => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
     };
     let plural = format!("{}s", kind.to_lowercase());
+    // Served once its names are accepted, as the naming controller does.
     let crd = json!({"spec": {"group": "schemaprobe.example.com", "scope": "Namespaced",
         "names": {"plural": plural, "kind": kind},
-        "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]}});
+        "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": schema}}]},
+        "status": {"acceptedNames": {"plural": plural, "kind": kind},
+            "conditions": [{"type": "NamesAccepted", "status": "True"}, {"type": "Established", "status": "True"}]}});
     crd_resources(&crd).remove(0)
 }
 

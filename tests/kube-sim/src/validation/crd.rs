@@ -137,13 +137,19 @@ pub(super) fn crd(object: &Value, old: Option<&Value>, errs: &mut Errs) {
     }
     names(&spec["names"], errs);
     if let Some(old) = old {
-        // CRDs are established at once in kube-sim, so scope and kind are fixed too.
-        for (field, path) in [
-            (&["scope"][..], "spec.scope"),
-            (&["names", "kind"][..], "spec.names.kind"),
-            (&["group"][..], "spec.group"),
-            (&["names", "plural"][..], "spec.names.plural"),
-        ] {
+        // Group and plural name the CRD; scope and kind are fixed once it is established.
+        let established = crate::cluster_logic::crd_status::condition_true(old, "Established");
+        let fixed: &[(&[&str], &str)] = if established {
+            &[
+                (&["scope"], "spec.scope"),
+                (&["names", "kind"], "spec.names.kind"),
+                (&["group"], "spec.group"),
+                (&["names", "plural"], "spec.names.plural"),
+            ]
+        } else {
+            &[(&["group"], "spec.group"), (&["names", "plural"], "spec.names.plural")]
+        };
+        for (field, path) in fixed {
             let at = |o: &Value| field.iter().fold(o["spec"].clone(), |v, f| v[*f].clone());
             if at(object) != at(old) {
                 errs.push(FieldError::invalid(
