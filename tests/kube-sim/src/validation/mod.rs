@@ -19,6 +19,7 @@ mod quantity;
 mod rbac;
 mod resources;
 mod security;
+mod tls_pair;
 mod workloads;
 
 use serde_json::Value;
@@ -81,6 +82,10 @@ pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>) -> Res
         _ => {}
     }
     if errs.is_empty() {
+        // A valid object's warnings (the strategies' `WarningsOnCreate`/`WarningsOnUpdate`).
+        if info.group.is_empty() && info.plural == "secrets" {
+            tls_pair::warning(object).iter().for_each(|w| crate::warnings::add(w));
+        }
         Ok(())
     } else {
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
