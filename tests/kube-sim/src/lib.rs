@@ -5,6 +5,7 @@
 //! Start one in-process with [`Server::start`]; drive it over HTTPS (kubectl, kube-rs) or
 //! directly through the [`Cluster`] API.
 
+pub mod go_fmt;
 pub mod go_json;
 pub(crate) mod managed_fields;
 pub mod patch;

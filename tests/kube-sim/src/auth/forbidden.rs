@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::{RequestAttributes, UserInfo};
 use crate::error::{ApiError, group_resource};
+use crate::go_fmt;
 
 /// 401 `Unauthorized` (unknown, expired or revoked bearer token).
 pub fn unauthorized() -> ApiError {
@@ -28,7 +29,7 @@ pub fn forbidden(user: &UserInfo, attrs: &RequestAttributes, reason: &str) -> Ap
         (true, _) => format!("forbidden: {err}"),
         (false, true) => format!("{} is forbidden: {err}", group_resource(group, resource)),
         (false, false) => {
-            format!("{} {} is forbidden: {err}", group_resource(group, resource), go_quote(name))
+            format!("{} {} is forbidden: {err}", group_resource(group, resource), go_fmt::quote(name))
         }
     };
     let mut details = Map::new();
@@ -42,44 +43,24 @@ pub fn forbidden(user: &UserInfo, attrs: &RequestAttributes, reason: &str) -> Ap
 
 /// `User "u" cannot get resource "pods" in API group "" in the namespace "ns"` and friends.
 fn forbidden_message(user: &UserInfo, attrs: &RequestAttributes) -> String {
-    let username = go_quote(&user.username);
+    let username = go_fmt::quote(&user.username);
     if !attrs.resource_request {
-        return format!("User {username} cannot {} path {}", attrs.verb, go_quote(&attrs.path));
+        return format!("User {username} cannot {} path {}", attrs.verb, go_fmt::quote(&attrs.path));
     }
     let resource = if attrs.subresource.is_empty() {
         attrs.resource.clone()
     } else {
         format!("{}/{}", attrs.resource, attrs.subresource)
     };
-    let (verb, resource, group) = (&attrs.verb, go_quote(&resource), go_quote(&attrs.api_group));
+    let (verb, resource, group) = (&attrs.verb, go_fmt::quote(&resource), go_fmt::quote(&attrs.api_group));
     if attrs.namespace.is_empty() {
         format!("User {username} cannot {verb} resource {resource} in API group {group} at the cluster scope")
     } else {
-        let ns = go_quote(&attrs.namespace);
+        let ns = go_fmt::quote(&attrs.namespace);
         format!(
             "User {username} cannot {verb} resource {resource} in API group {group} in the namespace {ns}"
         )
     }
-}
-
-/// Go's `%q` for the strings that occur here: quotes, backslashes and control characters
-/// escaped.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

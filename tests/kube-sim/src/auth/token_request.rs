@@ -68,7 +68,7 @@ impl TokenRequestHandler {
         let body = if request.body.is_object() { request.body.clone() } else { json!({}) };
         let body_name = body["metadata"]["name"].as_str().unwrap_or_default();
         if !body_name.is_empty() && body_name != name {
-            let value = super::forbidden::go_quote(body_name);
+            let value = crate::go_fmt::quote(body_name);
             return Err(invalid(
                 name,
                 &[FieldError::invalid(
@@ -80,7 +80,7 @@ impl TokenRequestHandler {
         }
         let body_namespace = body["metadata"]["namespace"].as_str().unwrap_or_default();
         if !body_namespace.is_empty() && body_namespace != namespace {
-            let value = super::forbidden::go_quote(body_namespace);
+            let value = crate::go_fmt::quote(body_namespace);
             return Err(invalid(
                 name,
                 &[FieldError::invalid(

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::json;
 
 use super::KUBE_CONTROLLER_MANAGER;
 use super::replicaset::controller_named;
@@ -72,21 +71,8 @@ impl Reconciler for DaemonSets {
             let mut status = plan.status;
             status["observedGeneration"] = ds["metadata"]["generation"].clone();
             if ds.get("status") != Some(&status) {
-                let body = json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
-                    "metadata": {"name": key.1, "namespace": key.0, "resourceVersion": ds["metadata"]["resourceVersion"]},
-                    "status": status});
                 let gvr = Gvr::new("apps", "v1", "daemonsets");
-                let result = ctx
-                    .cluster
-                    .update(
-                        &gvr,
-                        Some(&key.0),
-                        &key.1,
-                        Some("status"),
-                        body,
-                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
-                    )
-                    .await;
+                let result = ctx.write_status(&gvr, &ds, status, KUBE_CONTROLLER_MANAGER).await;
                 return result.err().and_then(|e| retry_delay(&e));
             }
             None

@@ -111,20 +111,7 @@ impl Reconciler for Deployments {
                 return result.err().and_then(|e| retry_delay(&e));
             }
             if deployment.get("status") != Some(&sync.status) {
-                let body = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                    "metadata": {"name": key.1, "namespace": key.0, "resourceVersion": deployment["metadata"]["resourceVersion"]},
-                    "status": sync.status});
-                let result = ctx
-                    .cluster
-                    .update(
-                        &gvr,
-                        ns,
-                        &key.1,
-                        Some("status"),
-                        body,
-                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
-                    )
-                    .await;
+                let result = ctx.write_status(&gvr, &deployment, sync.status, KUBE_CONTROLLER_MANAGER).await;
                 return result.err().and_then(|e| retry_delay(&e));
             }
             None

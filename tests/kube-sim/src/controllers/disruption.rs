@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use super::KUBE_CONTROLLER_MANAGER;
 use super::events::EventRecorder;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
-use crate::cluster::{Gvr, WriteOptions};
-use crate::cluster_logic::common::{api_group, find_condition, uid_of};
+use crate::cluster::Gvr;
+use crate::cluster_logic::common::{api_group, find_condition};
 use crate::cluster_logic::disruption::{
     StaleDisruptionTarget, WorkloadScale, Workloads, stale_disruption_target, sync_pdb,
 };
@@ -187,22 +187,8 @@ impl Reconciler for Disruption {
             if !sync.needs_write {
                 return recheck;
             }
-            let body = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": key.1, "namespace": key.0, "resourceVersion": pdb["metadata"]["resourceVersion"]},
-                "status": sync.status});
             let gvr = Gvr::new("policy", "v1", "poddisruptionbudgets");
-            match ctx
-                .cluster
-                .update(
-                    &gvr,
-                    Some(&key.0),
-                    &key.1,
-                    Some("status"),
-                    body,
-                    &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
-                )
-                .await
-            {
+            match ctx.write_status(&gvr, &pdb, sync.status, KUBE_CONTROLLER_MANAGER).await {
                 Ok(_) => recheck,
                 Err(e) => retry_delay(&e),
             }
@@ -250,21 +236,8 @@ impl Reconciler for StaleDisruptionTargets {
                     conditions.retain(|c| c["type"] != "DisruptionTarget");
                     conditions.push(condition);
                     status["conditions"] = Value::Array(conditions);
-                    let body = json!({"apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": key.1, "namespace": key.0, "uid": uid_of(&pod), "resourceVersion": pod["metadata"]["resourceVersion"]},
-                        "status": status});
                     let gvr = Gvr::new("", "v1", "pods");
-                    let result = ctx
-                        .cluster
-                        .update(
-                            &gvr,
-                            Some(&key.0),
-                            &key.1,
-                            Some("status"),
-                            body,
-                            &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
-                        )
-                        .await;
+                    let result = ctx.write_status(&gvr, &pod, status, KUBE_CONTROLLER_MANAGER).await;
                     result.err().and_then(|e| retry_delay(&e))
                 }
             }

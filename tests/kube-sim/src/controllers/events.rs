@@ -16,11 +16,14 @@ use crate::patch::PatchType;
 /// The component kube-controller-manager's controllers report as.
 const COMPONENT: &str = "controllermanager";
 
+/// What makes two Events the same: (involved uid, type, reason, message).
+type EventKey = (String, String, String, String);
+
 /// The Events one controller recorded so far, to count repeats.
 #[derive(Default)]
 pub(crate) struct EventRecorder {
-    /// (involved uid, type, reason, message) → (Event name, count so far).
-    seen: Mutex<HashMap<(String, String, String, String), (String, i64)>>,
+    /// The Event's name and count so far.
+    seen: Mutex<HashMap<EventKey, (String, i64)>>,
 }
 
 impl EventRecorder {
@@ -76,7 +79,7 @@ impl EventRecorder {
         }
     }
 
-    fn remember(&self, key: (String, String, String, String), name: String, count: i64) {
+    fn remember(&self, key: EventKey, name: String, count: i64) {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner).insert(key, (name, count));
     }
 }

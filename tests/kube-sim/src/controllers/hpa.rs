@@ -104,21 +104,8 @@ impl Reconciler for Hpa {
                 }
             }
             if hpa.get("status") != Some(&sync.status) {
-                let body = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-                    "metadata": {"name": key.1, "namespace": key.0, "resourceVersion": hpa["metadata"]["resourceVersion"]},
-                    "status": sync.status});
                 let gvr = Gvr::new("autoscaling", "v2", "horizontalpodautoscalers");
-                let result = ctx
-                    .cluster
-                    .update(
-                        &gvr,
-                        Some(&key.0),
-                        &key.1,
-                        Some("status"),
-                        body,
-                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
-                    )
-                    .await;
+                let result = ctx.write_status(&gvr, &hpa, sync.status, KUBE_CONTROLLER_MANAGER).await;
                 return result.err().and_then(|e| retry_delay(&e));
             }
             None

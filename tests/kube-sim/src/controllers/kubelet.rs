@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
-use crate::cluster::{DeleteOptions, Gvr, WriteOptions};
+use crate::cluster::{DeleteOptions, Gvr};
 use crate::cluster_logic::common::{add_seconds, format_time, int_at, parse_time};
 use crate::cluster_logic::kubelet::{KubeletAction, kubelet_step};
 use crate::store::{EventType, StoredEvent};
@@ -83,20 +83,7 @@ impl Reconciler for Kubelet {
             match kubelet_step(&seen, delay, ctx.behaviour.termination_grace_scale, now) {
                 KubeletAction::Wait(at) => at.map(|at| until(at, now)),
                 KubeletAction::UpdateStatus(status) => {
-                    let body = json!({"apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": key.1, "namespace": key.0, "resourceVersion": pod["metadata"]["resourceVersion"]},
-                        "status": status});
-                    let result = ctx
-                        .cluster
-                        .update(
-                            &gvr,
-                            Some(&key.0),
-                            &key.1,
-                            Some("status"),
-                            body,
-                            &WriteOptions::from_user_agent("kubelet"),
-                        )
-                        .await;
+                    let result = ctx.write_status(&gvr, &pod, status, "kubelet").await;
                     result.err().and_then(|e| retry_delay(&e))
                 }
                 KubeletAction::Remove => {

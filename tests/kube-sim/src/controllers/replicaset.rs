@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::KUBE_CONTROLLER_MANAGER;
 use super::runtime::{Ctx, Key, Recheck, Reconciler, is, key_of, retry_delay};
@@ -99,22 +99,8 @@ impl Reconciler for ReplicaSets {
             let status = replica_set_status(&rs, &pods, now);
             let recheck = min_ready_recheck(&rs, &status);
             if rs.get("status") != Some(&status) {
-                let body = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                    "metadata": {"name": key.1, "namespace": key.0, "resourceVersion": rs["metadata"]["resourceVersion"]},
-                    "status": status});
                 let gvr = Gvr::new("apps", "v1", "replicasets");
-                if let Err(e) = ctx
-                    .cluster
-                    .update(
-                        &gvr,
-                        Some(&key.0),
-                        &key.1,
-                        Some("status"),
-                        body,
-                        &WriteOptions::from_user_agent(KUBE_CONTROLLER_MANAGER),
-                    )
-                    .await
-                {
+                if let Err(e) = ctx.write_status(&gvr, &rs, status, KUBE_CONTROLLER_MANAGER).await {
                     return retry_delay(&e);
                 }
             }

@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Gvr, WriteOptions};
+use crate::error::ApiError;
 use crate::resources::StorageKey;
 use crate::store::{EventType, StoredEvent};
 
@@ -256,6 +257,25 @@ impl Ctx {
     /// One object of a collection.
     pub(crate) fn get(&self, group: &str, plural: &str, ns: &str, name: &str) -> Option<Value> {
         self.cluster.store().get(&storage_key(group, plural), ns, name).map(|o| (*o).clone())
+    }
+
+    /// Writes `status` to `object` (of `gvr`) through `/status`, only if the object is still the
+    /// one read (its uid and resourceVersion), as `manager` writes it upstream.
+    pub(crate) async fn write_status(
+        &self,
+        gvr: &Gvr,
+        object: &Value,
+        status: Value,
+        manager: &str,
+    ) -> Result<Arc<Value>, ApiError> {
+        let meta = &object["metadata"];
+        let body = json!({"apiVersion": object["apiVersion"], "kind": object["kind"],
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
+                "resourceVersion": meta["resourceVersion"]},
+            "status": status});
+        let name = meta["name"].as_str().unwrap_or_default();
+        let options = WriteOptions::from_user_agent(manager);
+        self.cluster.update(gvr, meta["namespace"].as_str(), name, Some("status"), body, &options).await
     }
 }
 

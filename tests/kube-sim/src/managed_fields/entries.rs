@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::fieldpath::{Set, go_json, go_quote};
+use super::fieldpath::Set;
+use crate::go_fmt;
 
 /// `Apply` or `Update`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +43,7 @@ impl ManagerId {
 
     /// The identity exactly as an entry spells it (Go's field order, empty fields omitted).
     fn spelled(manager: &str, operation: Operation, api_version: &str, subresource: &str) -> Self {
-        let text = |s: &str| go_json(&Value::String(s.to_string()));
+        let text = |s: &str| go_fmt::json(&Value::String(s.to_string()));
         let mut parts = Vec::new();
         if !manager.is_empty() {
             parts.push(format!("\"manager\":{}", text(manager)));
@@ -78,12 +79,12 @@ impl ManagerId {
     pub(crate) fn describe(&self) -> String {
         let parts = self.parts();
         if parts.is_empty() {
-            return go_quote(&self.0);
+            return go_fmt::quote(&self.0);
         }
-        let mut text = go_quote(&self.part("manager"));
+        let mut text = go_fmt::quote(&self.part("manager"));
         let subresource = self.part("subresource");
         if !subresource.is_empty() {
-            text = format!("{text} with subresource {}", go_quote(&subresource));
+            text = format!("{text} with subresource {}", go_fmt::quote(&subresource));
         }
         if self.part("operation") == "Update" {
             text = format!("{text} using {}", self.part("apiVersion"));

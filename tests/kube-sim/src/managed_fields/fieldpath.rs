@@ -20,6 +20,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
+use crate::go_fmt;
+
 /// One step of a path, in its `FieldsV1` spelling (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PathElement(String);
@@ -33,12 +35,12 @@ impl PathElement {
     /// The item of an associative list whose key fields have these values.
     pub fn key(fields: &Map<String, Value>) -> Self {
         // serde_json's map is sorted by key: the order upstream sorts key fields in.
-        Self(format!("k:{}", go_json(&Value::Object(fields.clone()))))
+        Self(format!("k:{}", go_fmt::json(&Value::Object(fields.clone()))))
     }
 
     /// The item `value` of a set of scalars.
     pub fn value(value: &Value) -> Self {
-        Self(format!("v:{}", go_json(value)))
+        Self(format!("v:{}", go_fmt::json(value)))
     }
 
     /// The item at `index` of a list without keys.
@@ -114,52 +116,12 @@ pub fn path_string(path: &[PathElement]) -> String {
 /// `value.ToString`: strings quoted (Go's `%q`), numbers and booleans as written.
 fn go_string(value: &Value) -> String {
     match value {
-        Value::String(text) => go_quote(text),
+        Value::String(text) => go_fmt::quote(text),
         Value::Null => "null".into(),
         Value::Array(items) => format!("[{}]", items.iter().map(go_string).collect::<Vec<_>>().join(",")),
         Value::Object(map) => map.iter().map(|(k, v)| format!("{k}={}", go_string(v))).collect(),
         other => other.to_string(),
     }
-}
-
-/// Go's `%q` of a string (printable text as is; quotes, backslashes and controls escaped).
-pub(crate) fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// JSON as Go's `encoding/json` writes it: compact, map keys sorted and `<`, `>`, `&`, U+2028
-/// and U+2029 escaped (those characters can only occur inside strings).
-pub(crate) fn go_json(value: &Value) -> String {
-    let text = value.to_string();
-    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A set of paths (see the module docs). Children are never empty.

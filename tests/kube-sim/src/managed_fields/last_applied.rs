@@ -11,9 +11,10 @@
 
 use serde_json::{Map, Value};
 
-use super::fieldpath::{Set, go_json};
+use super::fieldpath::Set;
 use super::schema::Slot;
 use super::typed;
+use crate::go_fmt;
 
 /// The annotation kubectl's client-side apply keeps the applied configuration in.
 pub(crate) const ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -48,7 +49,7 @@ pub(crate) fn update_annotation(object: &mut Value, config: &Value) {
     if let Some(Value::Object(annotations)) = config.pointer_mut("/metadata/annotations") {
         annotations.remove(ANNOTATION);
     }
-    let value = format!("{}\n", go_json(&config));
+    let value = format!("{}\n", go_fmt::json(&config));
     let Some(Value::Object(annotations)) = object.pointer_mut("/metadata/annotations") else { return };
     annotations.insert(ANNOTATION.into(), Value::String(value));
     if size(annotations) > ANNOTATIONS_SIZE_LIMIT {

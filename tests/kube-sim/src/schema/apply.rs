@@ -189,7 +189,7 @@ fn key_element(
         .filter_map(|k| item.get(k).or_else(|| defaults.get(k)).map(|v| (k.as_str(), v)))
         .collect();
     if fields.is_empty() {
-        let quoted: Vec<String> = keys.iter().map(|k| super::go_fmt::quote(k)).collect();
+        let quoted: Vec<String> = keys.iter().map(|k| crate::go_fmt::quote(k)).collect();
         return Err(format!(
             "associative list with keys has an element that omits all key fields [{}] (and doesn't have default values for any key fields)",
             quoted.join(" ")

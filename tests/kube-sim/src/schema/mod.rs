@@ -23,7 +23,6 @@
 mod apply;
 mod custom;
 mod decode;
-mod go_fmt;
 mod patched;
 mod prune;
 mod strict;
@@ -123,7 +122,7 @@ pub fn decode_yaml(schema: Schema<'_>, text: &str) -> Result<(Value, Vec<StrictE
             let mut lenient = serde_saphyr::Options::default();
             lenient.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
             let object = serde_saphyr::from_str_with_options::<Value>(text, lenient)?;
-            let key = key.as_deref().map_or_else(|| "<key>".to_string(), go_fmt::quote);
+            let key = key.as_deref().map_or_else(|| "<key>".to_string(), crate::go_fmt::quote);
             (object, vec![StrictError::yaml_duplicate(location.line(), &key)])
         }
     };

@@ -7,8 +7,9 @@ use serde_json::Value;
 
 use super::strict::{Quoting, StrictError};
 use super::tree::{JSON_PATCH_OP, Node, tree};
-use super::{FieldValidation, Schema, apply, decode, go_fmt, join, prune, warn};
+use super::{FieldValidation, Schema, apply, decode, join, prune, warn};
 use crate::error::{ApiError, FieldError};
+use crate::go_fmt;
 use crate::patch::PatchType;
 use crate::resources::ResourceInfo;
 

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::go_fmt::quote;
+use crate::go_fmt::quote;
 
 /// Go's decoder keeps at most this many strict errors (`saveStrictError`).
 pub(super) const MAX_ERRORS: usize = 100;

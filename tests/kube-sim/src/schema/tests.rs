@@ -399,11 +399,11 @@ fn go_renderings() {
         (-2.25, "-2.25"),
         (1e100, "1e+100"),
     ] {
-        assert_eq!(go_fmt::float(f), go, "{f}");
+        assert_eq!(crate::go_fmt::float(f), go, "{f}");
     }
-    assert_eq!(go_fmt::quote("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\x01é""#);
-    assert_eq!(go_fmt::json(&json!({"b": "<&>", "a": 1})), r#"{"a":1,"b":"\u003c\u0026\u003e"}"#);
-    assert_eq!(go_fmt::value(&json!({"b": [], "a": {}, "c": null})), "map[a:map[] b:[] c:<nil>]");
+    assert_eq!(crate::go_fmt::quote("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\x01é""#);
+    assert_eq!(crate::go_fmt::json(&json!({"b": "<&>", "a": 1})), r#"{"a":1,"b":"\u003c\u0026\u003e"}"#);
+    assert_eq!(crate::go_fmt::value(&json!({"b": [], "a": {}, "c": null})), "map[a:map[] b:[] c:<nil>]");
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Go's renderings that strict-decoding messages embed: `strconv.Quote` of a path, `json.Marshal`
-//! of a patched object and `fmt`'s `%+v` of a decoded patch (`map[a:1 b:[x <nil>]]`).
+//! Go's renderings that upstream's messages embed: `strconv.Quote` (`%q`) of names and paths,
+//! `json.Marshal` of objects and `fmt`'s `%+v` of a decoded patch (`map[a:1 b:[x <nil>]]`).
 
 use std::fmt::Write as _;
 
