@@ -16,11 +16,14 @@ use crate::patch::PatchType;
 /// The component kube-controller-manager's controllers report as.
 const COMPONENT: &str = "controllermanager";
 
+/// What makes two Events the same: (involved uid, type, reason, message).
+type EventKey = (String, String, String, String);
+
 /// The Events one controller recorded so far, to count repeats.
 #[derive(Default)]
 pub(crate) struct EventRecorder {
-    /// (involved uid, type, reason, message) → (Event name, count so far).
-    seen: Mutex<HashMap<(String, String, String, String), (String, i64)>>,
+    /// Each Event's name and count so far.
+    seen: Mutex<HashMap<EventKey, (String, i64)>>,
 }
 
 impl EventRecorder {

@@ -41,7 +41,9 @@ fn pair_error(cert: &[u8], key: &[u8]) -> Option<String> {
     }
     Some(match skipped.as_slice() {
         [] => "tls: failed to find any PEM data in key input".into(),
-        [only] if only == "CERTIFICATE" => "tls: found a certificate rather than a key in the PEM for the private key".into(),
+        [only] if only == "CERTIFICATE" => {
+            "tls: found a certificate rather than a key in the PEM for the private key".into()
+        }
         _ => format!(
             "tls: failed to find PEM block with type ending in \"PRIVATE KEY\" in key input after skipping PEM blocks of the following types: [{}]",
             skipped.join(" ")
@@ -77,7 +79,13 @@ mod tests {
     fn missing_or_switched_blocks_are_worded_as_go_words_them() {
         let cases = [
             ("cert", "key", Some("tls: failed to find any PEM data in certificate input")),
-            (KEY, CERT, Some("tls: failed to find certificate PEM data in certificate input, but did find a private key; PEM inputs may have been switched")),
+            (
+                KEY,
+                CERT,
+                Some(
+                    "tls: failed to find certificate PEM data in certificate input, but did find a private key; PEM inputs may have been switched",
+                ),
+            ),
             (CERT, "key", Some("tls: failed to find any PEM data in key input")),
             (CERT, CERT, Some("tls: found a certificate rather than a key in the PEM for the private key")),
             (CERT, KEY, None),

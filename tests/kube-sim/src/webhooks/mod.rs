@@ -116,20 +116,19 @@ impl Webhooks {
         let review = admission_review(api_version, &uid, invocation, attributes);
         let ca_bundle = webhook.pointer("/clientConfig/caBundle").and_then(Value::as_str).unwrap_or("");
         let name = webhook["name"].as_str().unwrap_or("");
-        let verdict = match client::post(&self.connections, &target, &self.routes, ca_bundle, timeout, &review)
-            .await
-        {
-            Ok((status, body)) => judge_response(
-                webhook,
-                mutating,
-                api_version,
-                &uid,
-                attributes.object.is_some(),
-                status,
-                &body,
-            ),
-            Err(detail) => WebhookVerdict::CallError(transport_error_text(name, &url, &detail)),
-        };
+        let verdict =
+            match client::post(&self.connections, &target, &self.routes, ca_bundle, timeout, &review).await {
+                Ok((status, body)) => judge_response(
+                    webhook,
+                    mutating,
+                    api_version,
+                    &uid,
+                    attributes.object.is_some(),
+                    status,
+                    &body,
+                ),
+                Err(detail) => WebhookVerdict::CallError(transport_error_text(name, &url, &detail)),
+            };
         // The webhook's warnings reach the client as `Warning` headers, allowed or not.
         if let WebhookVerdict::Allowed { warnings, .. } | WebhookVerdict::Denied { warnings, .. } = &verdict {
             warnings.iter().for_each(|w| crate::warnings::add(w));
