@@ -23,7 +23,7 @@
 mod apply;
 mod custom;
 mod decode;
-mod go_fmt;
+pub(crate) mod go_fmt;
 mod patched;
 mod prune;
 mod strict;
