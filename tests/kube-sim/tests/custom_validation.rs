@@ -206,6 +206,29 @@ async fn embedded_resources_need_a_kind_and_an_api_version() {
             ("spec.emb.metadata.name", r#"Invalid value: "a/b": may not contain '/'"#),
         ])
     );
+    let emb = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"namespace": "Bad_NS", "generateName": "a/b", "annotations": {"-x": "y"}}});
+    let refused = sim.raw("POST", GADGETS, Some(gadget("g4", json!({"size": 1, "emb": emb})))).await;
+    assert_eq!(
+        causes(&refused.body),
+        owned(&[
+            ("spec.emb.metadata.generateName", r#"Invalid value: "a/b": may not contain '/'"#),
+            (
+                "spec.emb.metadata.namespace",
+                r#"Invalid value: "Bad_NS": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#
+            ),
+            (
+                "spec.emb.metadata.annotations",
+                r#"Invalid value: "-x": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#
+            ),
+        ])
+    );
+    let emb = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "."}});
+    let refused = sim.raw("POST", GADGETS, Some(gadget("g5", json!({"size": 1, "emb": emb})))).await;
+    assert_eq!(
+        causes(&refused.body),
+        owned(&[("spec.emb.metadata.name", r#"Invalid value: ".": may not be '.'"#)])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
