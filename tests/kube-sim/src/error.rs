@@ -61,6 +61,50 @@ impl FieldError {
             message: format!("{field}: Forbidden: {detail}"),
         }
     }
+    /// `<field>: Invalid value: <value>: <detail>` of `field.TypeInvalid` (a value of the wrong
+    /// type); `value` is already rendered.
+    pub fn type_invalid(field: &str, value: &str, detail: &str) -> Self {
+        Self { cause: "FieldValueTypeInvalid", ..Self::invalid(field, value, detail) }
+    }
+    /// `field.TooLong`: `<field>: Too long: may not be more than 3 bytes` (`value is too long`
+    /// for a negative maximum).
+    pub fn too_long_bytes(field: &str, max: i64) -> Self {
+        let detail = match max {
+            i64::MIN..=-1 => "value is too long".to_string(),
+            1 => "may not be more than 1 byte".to_string(),
+            _ => format!("may not be more than {max} bytes"),
+        };
+        Self {
+            cause: "FieldValueTooLong",
+            field: field.to_string(),
+            message: format!("{field}: Too long: {detail}"),
+        }
+    }
+    /// `field.TooMany`: `<field>: Too many: 4: must have at most 3 items`.
+    pub fn too_many(field: &str, actual: i64, max: i64) -> Self {
+        let detail = match max {
+            i64::MIN..=-1 => "has too many items".to_string(),
+            1 => "must have at most 1 item".to_string(),
+            _ => format!("must have at most {max} items"),
+        };
+        let body =
+            if actual >= 0 { format!("Too many: {actual}: {detail}") } else { format!("Too many: {detail}") };
+        Self { cause: "FieldValueTooMany", field: field.to_string(), message: format!("{field}: {body}") }
+    }
+    /// `field.NotSupported` with an already rendered value and supported values already
+    /// quoted (`Unsupported value: 3: supported values: "1", "2"`).
+    pub fn not_supported_rendered(field: &str, value: &str, supported: &[String]) -> Self {
+        let detail = if supported.is_empty() {
+            String::new()
+        } else {
+            format!(": supported values: {}", supported.join(", "))
+        };
+        Self {
+            cause: "FieldValueNotSupported",
+            field: field.to_string(),
+            message: format!("{field}: Unsupported value: {value}{detail}"),
+        }
+    }
     /// `<field>: Unsupported value: "x": supported values: "a", "b"`.
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
         let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();

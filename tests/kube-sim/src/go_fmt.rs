@@ -1,5 +1,6 @@
 //! Go's renderings that upstream's messages embed: `strconv.Quote` (`%q`) of names and paths,
-//! `json.Marshal` of objects and `fmt`'s `%+v` of a decoded patch (`map[a:1 b:[x <nil>]]`).
+//! `json.Marshal` of objects and bad values, `%v` of a `float64` and `fmt`'s `%+v` of a decoded
+//! patch (`map[a:1 b:[x <nil>]]`).
 
 use std::fmt::Write as _;
 
@@ -35,13 +36,50 @@ pub fn quote(s: &str) -> String {
 }
 
 /// `json.Marshal` as Go writes it: compact, keys sorted, `<`, `>`, `&`, U+2028 and U+2029
-/// escaped. (Those characters only occur inside strings, so escaping the text is enough.)
+/// escaped, floats as Go's encoder writes a `float64` (`1`, `0.5`, `1e+21`, `1e-7`).
 pub fn json(value: &Value) -> String {
-    let text = value.to_string();
-    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return text;
+    let mut out = String::new();
+    write_json(&mut out, value, 0);
+    out
+}
+
+fn write_json(out: &mut String, v: &Value, depth: usize) {
+    if depth > MAX_DEPTH {
+        out.push_str("null");
+        return;
     }
-    let mut out = String::with_capacity(text.len() + 16);
+    match v {
+        Value::Number(n) if n.is_f64() => out.push_str(&json_float(n.as_f64().unwrap_or(0.0))),
+        Value::String(s) => write_json_string(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(out, item, depth + 1);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(out, key);
+                out.push(':');
+                write_json(out, item, depth + 1);
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A JSON string as Go's encoder writes it (serde_json's escapes plus Go's HTML-safe ones).
+fn write_json_string(out: &mut String, s: &str) {
+    let text = Value::String(s.to_string()).to_string();
     for c in text.chars() {
         match c {
             '<' => out.push_str("\\u003c"),
@@ -52,7 +90,21 @@ pub fn json(value: &Value) -> String {
             c => out.push(c),
         }
     }
-    out
+}
+
+/// Go's `encoding/json` rendering of a `float64`: the shortest digits, in exponent form below
+/// 1e-6 and from 1e21 on (`1e+21`, `1.5e-7`).
+pub fn json_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let sci = format!("{f:e}");
+        let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        return if exp < 0 { format!("{mantissa}e-{}", -exp) } else { format!("{mantissa}e+{exp:02}") };
+    }
+    // Rust's `Display` writes the shortest round-tripping digits without an exponent, as Go's
+    // `'f'` format with precision -1 does.
+    format!("{f}")
 }
 
 /// `fmt.Sprintf("%+v", v)` of a value decoded by `sigs.k8s.io/json` (integers kept as `int64`,

@@ -56,7 +56,8 @@ pub struct ResourceInfo {
     pub scale: Option<ScalePaths>,
     /// Built-in type (strategic merge patch allowed) rather than a custom resource.
     pub builtin: bool,
-    /// A CRD's `additionalPrinterColumns`.
+    /// A CRD's `additionalPrinterColumns` (empty when it declares none); `None` for the
+    /// built-in kinds.
     pub printer_columns: Option<Vec<Value>>,
     /// The group whose store holds the objects (events.k8s.io events live with core events).
     pub storage_group: String,
@@ -372,7 +373,9 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceInfo> {
             status: sub.get("status").is_some_and(|s| s.is_object()),
             scale,
             builtin: false,
-            printer_columns: version["additionalPrinterColumns"].as_array().cloned(),
+            printer_columns: Some(
+                version["additionalPrinterColumns"].as_array().cloned().unwrap_or_default(),
+            ),
             storage_group: group.clone(),
             allow_unconditional_update: true,
             tracks_generation: true,

@@ -148,6 +148,7 @@ impl Cluster {
             let mut object = self.with_write(&info, target, opts, |w| {
                 managed_fields::track_apply(w, None, config, opts.force)
             })?;
+            crate::schema::default_custom(Schema::of(&info), &mut object);
             check_name(&info, &object, name, &ns)?;
             check_type_meta(&info, &mut object)?;
             let namespace = Some(ns.as_str()).filter(|n| !n.is_empty());
@@ -190,9 +191,10 @@ impl Cluster {
                         let (mut patched, tracking) = match &config {
                             Some(config) => {
                                 fields.check(Schema::of(&info), &mut json!({}))?;
-                                let applied = self.with_write(&info, target, opts, |w| {
+                                let mut applied = self.with_write(&info, target, opts, |w| {
                                     managed_fields::track_apply(w, Some(&served), config, opts.force)
                                 })?;
+                                crate::schema::default_custom(Schema::of(&info), &mut applied);
                                 (applied, Tracking::Keep)
                             }
                             None => (

@@ -628,7 +628,12 @@ impl Cluster {
             let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             meta_mut(&mut new).insert("generation".into(), json!(generation));
         }
-        crate::validation::validate(info, &new, Some(current))?;
+        match target {
+            Target::Status => crate::validation::validate_status(info, &new, current)?,
+            Target::Main | Target::Scale | Target::Finalize => {
+                crate::validation::validate(info, &new, Some(current))?;
+            }
+        }
         let mut validating = request;
         validating.object = Some(as_admitted(&new));
         self.admit_validate(validating, opts.skip_admission).await?;

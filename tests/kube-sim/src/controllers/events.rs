@@ -22,7 +22,7 @@ type EventKey = (String, String, String, String);
 /// The Events one controller recorded so far, to count repeats.
 #[derive(Default)]
 pub(crate) struct EventRecorder {
-    /// The Event's name and count so far.
+    /// Each Event's name and count so far.
     seen: Mutex<HashMap<EventKey, (String, i64)>>,
 }
 

@@ -2,7 +2,8 @@
 //! decoder does (`unstructuredSchemaCoercer.apply`): `metadata` checked against `ObjectMeta`,
 //! then the generic pruning of `apiserver/schema/pruning` (a port of `prune`/`skipPrune`),
 //! then the `metadata` of embedded resources (`objectmeta.Coerce`). Each step's paths are
-//! sorted, as upstream sorts them; all are written raw (`unknown field "%s"`).
+//! sorted, as upstream sorts them; all are written raw (`unknown field "%s"`). Between and
+//! after these, the nulls and defaults of [`super::structural_defaults`].
 //!
 //! `x-kubernetes-preserve-unknown-fields` keeps what a node does not declare (its declared
 //! properties are still pruned); `x-kubernetes-embedded-resource` keeps `apiVersion`, `kind`
@@ -12,6 +13,7 @@ use serde_json::Value;
 
 use super::prune::prune;
 use super::strict::{Errors, Path, Quoting, StrictError};
+use super::structural_defaults;
 use super::tree::{Node, OBJECT_META, Tree};
 
 /// Keys an embedded resource (and the root) keeps without declaring them.
@@ -31,12 +33,14 @@ pub(super) fn prune_custom(tree: &Tree, schema: &Value, object: &mut Value) -> V
     prune_node(Some(schema), object, true, &mut Path::default(), &mut paths);
     paths.sort();
     errors.extend(paths.into_iter().map(|p| StrictError::unknown(p, Quoting::Raw)));
+    structural_defaults::prune_nulls(schema, object);
     if let Some(object_meta) = tree.named(OBJECT_META) {
         let mut embedded = Vec::new();
         coerce(tree, object_meta, Some(schema), object, "", 0, &mut embedded);
         embedded.sort_by_key(ToString::to_string);
         errors.extend(embedded);
     }
+    structural_defaults::apply(schema, object);
     errors
 }
 

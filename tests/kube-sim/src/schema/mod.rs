@@ -26,6 +26,7 @@ mod decode;
 mod patched;
 mod prune;
 mod strict;
+mod structural_defaults;
 mod tree;
 
 #[cfg(test)]
@@ -142,6 +143,15 @@ pub fn prune(schema: Schema<'_>, object: &mut Value) -> Vec<StrictError> {
         }
         Schema::Custom(s) => custom::prune_custom(tree, s, object),
         Schema::Unknown => Vec::new(),
+    }
+}
+
+/// Applies a custom resource's null pruning and defaults to an object not decoded from a body
+/// (a server-side apply's result; upstream defaults it too). Nothing for the built-in kinds.
+pub fn default_custom(schema: Schema<'_>, object: &mut Value) {
+    if let Schema::Custom(s) = schema {
+        structural_defaults::prune_nulls(s, object);
+        structural_defaults::apply(s, object);
     }
 }
 

@@ -49,7 +49,8 @@ impl Column {
 /// Renders objects of one resource as a Table.
 ///
 /// * `group`/`plural`: the resource (`""`/`pods`, `apps`/`deployments`, ...).
-/// * `printer_columns`: a CRD's `additionalPrinterColumns` for custom resources, else `None`.
+/// * `printer_columns`: a CRD's `additionalPrinterColumns` (possibly none) for custom
+///   resources, `None` for the built-in kinds.
 /// * `list_metadata`: the list's `metadata` (resourceVersion, continue) copied to the Table.
 /// * `include_object`: `includeObject` query value (`None`, `Metadata` (default), `Object`);
 ///   `None` omits `rows[].object`, anything but `None`/`Object` means `Metadata`.
@@ -101,13 +102,16 @@ pub fn render(
         "columnDefinitions": columns, "rows": rows})
 }
 
-/// Custom resources: Name, the CRD's printer columns, then Age (unless a printer column is
-/// already called Age).
+/// Custom resources, as the apiextensions table convertor prints them: Name, then the CRD's
+/// printer columns; a CRD without any gets an Age column (`serveDefaultColumnsIfEmpty`).
 fn custom_resource_table(
     printer_columns: &[Value],
     objects: &[Value],
     now: jiff::Timestamp,
 ) -> (Vec<Value>, Vec<Value>) {
+    let default_columns = [json!({"name": "Age", "type": "date", "description": AGE_DESCRIPTION,
+        "jsonPath": ".metadata.creationTimestamp"})];
+    let printer_columns = if printer_columns.is_empty() { &default_columns[..] } else { printer_columns };
     let text = |c: &Value, key: &str| c.get(key).and_then(Value::as_str).unwrap_or("").to_string();
     let specs: Vec<(String, Option<JsonPath>)> = printer_columns
         .iter()
@@ -118,14 +122,16 @@ fn custom_resource_table(
         .collect();
     let mut columns = vec![Column::name().to_json()];
     columns.extend(printer_columns.iter().map(|c| {
+        let description = match text(c, "description") {
+            d if d.is_empty() => {
+                format!("Custom resource definition column (in JSONPath format): {}", text(c, "jsonPath"))
+            }
+            d => d,
+        };
         json!({"name": text(c, "name"), "type": text(c, "type"), "format": text(c, "format"),
-            "description": text(c, "description"),
+            "description": description,
             "priority": c.get("priority").and_then(Value::as_i64).unwrap_or(0)})
     }));
-    let has_age = printer_columns.iter().any(|c| text(c, "name") == "Age");
-    if !has_age {
-        columns.push(Column::age().to_json());
-    }
     let rows = objects
         .iter()
         .map(|object| {
@@ -133,9 +139,6 @@ fn custom_resource_table(
             for (kind, path) in &specs {
                 let value = path.as_ref().and_then(|p| p.first(object));
                 cells.push(custom_cell(kind, value, now));
-            }
-            if !has_age {
-                cells.push(json!(duration::since(object.pointer("/metadata/creationTimestamp"), now)));
             }
             json!({"cells": cells})
         })

@@ -1,6 +1,7 @@
 //! 422 validation with upstream field paths and messages: object metadata for every kind;
 //! Pods and pod templates, apps workloads, PDBs, HPAs, Scale; Services, ConfigMaps, Secrets, Events,
-//! Leases; RBAC; webhook configurations; CRDs. Custom resources get the metadata rules only.
+//! Leases; RBAC; webhook configurations; CRDs; custom resources by their CRD's schema
+//! ([`custom`], [`openapi`]).
 //!
 //! Values the apiserver would have defaulted before validating may be absent here (kube-sim
 //! defaults only a few kinds), so absent fields are treated as their defaults. A few decode
@@ -12,8 +13,11 @@ mod container;
 mod coordination;
 mod core;
 mod crd;
+mod custom;
 mod events;
+mod list_types;
 mod meta;
+mod openapi;
 mod pod;
 mod quantity;
 mod rbac;
@@ -38,6 +42,16 @@ fn decode_error(info: &ResourceInfo, err: &str) -> ApiError {
 
 /// Validates a fully formed object for create (`old == None`) or update.
 pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    run(info, object, old, false)
+}
+
+/// Validates the object a `/status` write makes (custom resources: only its `status`; the
+/// built-in kinds as any update).
+pub fn validate_status(info: &ResourceInfo, object: &Value, old: &Value) -> Result<(), ApiError> {
+    run(info, object, Some(old), true)
+}
+
+fn run(info: &ResourceInfo, object: &Value, old: Option<&Value>, status: bool) -> Result<(), ApiError> {
     let mut errs = Vec::new();
     let pod_spec = match (info.group.as_str(), info.plural.as_str()) {
         ("", "pods") => Some(&object["spec"]),
@@ -49,11 +63,20 @@ pub fn validate(info: &ResourceInfo, object: &Value, old: Option<&Value>) -> Res
     if let Some(err) = pod_spec.and_then(resources::decode_error) {
         return Err(decode_error(info, err));
     }
+    if !info.builtin
+        && let Some(err) = custom::decode_error(info, object)
+    {
+        return Err(decode_error(info, &err));
+    }
     meta::object_meta(info, object, &mut errs);
     if let Some(old) = old {
         meta::object_meta_update(object, old, &mut errs);
     }
     match (info.group.as_str(), info.plural.as_str()) {
+        _ if !info.builtin => match (status, old) {
+            (true, Some(old)) => custom::status(info, object, old, &mut errs),
+            _ => custom::resource(info, object, old, &mut errs),
+        },
         ("", "pods") => pod::pod_spec(&object["spec"], "spec", &mut errs),
         ("", "services") => core::service(object, &mut errs),
         ("", "configmaps") => core::config_map(info, object, old, &mut errs)?,

@@ -21,12 +21,30 @@ fn custom_resource_printer_columns() {
         "status": {"since": "2024-01-01T10:00:00Z",
             "conditions": [{"type": "Synced", "status": "False"}, {"type": "Ready", "status": "True"}]}});
     let table = render("example.com", "widgets", Some(&columns), json!({}), &[widget], "Metadata", now());
+    // As the real apiserver: the declared columns only (no Age added), described by their
+    // JSONPath when the CRD gives no description.
     assert_eq!(
         column_names(&table),
-        ["Name", "Replicas", "Ready", "First*", "Ratio", "On", "Since", "Missing", "Age"]
+        ["Name", "Replicas", "Ready", "First*", "Ratio", "On", "Since", "Missing"]
     );
-    assert_eq!(cells(&table), [json!(["w1", 3, "True", "x", 0.5, true, "120m", null, "5m"])]);
+    assert_eq!(cells(&table), [json!(["w1", 3, "True", "x", 0.5, true, "120m", null])]);
     assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(
+        table["columnDefinitions"][1]["description"],
+        "Custom resource definition column (in JSONPath format): .spec.replicas"
+    );
+}
+
+#[test]
+fn custom_resource_without_printer_columns_shows_age() {
+    // The real apiserver's columns for a CRD without `additionalPrinterColumns` (or with an
+    // empty list): Name, then Age typed `date`.
+    let widget = json!({"metadata": meta("w1")});
+    let table = render("example.com", "widgets", Some(&[]), json!({}), &[widget], "Metadata", now());
+    assert_eq!(column_names(&table), ["Name", "Age"]);
+    assert_eq!(table["columnDefinitions"][1]["type"], "date");
+    assert_eq!(table["columnDefinitions"][1]["description"], crate::table::AGE_DESCRIPTION);
+    assert_eq!(cells(&table), [json!(["w1", "5m"])]);
 }
 
 #[test]
