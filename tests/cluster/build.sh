@@ -2,6 +2,8 @@
 # Builds the real control plane the end-to-end tests run on, from the published Go modules
 # pinned in the wrapper modules beside this script, into target/cluster/<version>/:
 #   kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok (+ kwok-stages.yaml)
+# and, beside KUBE_VERSION's only (the chart's tests run there): helm (Helm 4), helm3 (Helm 3)
+# and crds/ (cert-manager's and prometheus-operator's CRDs, from their modules).
 #
 #   build.sh [version]   version: KUBE_VERSION (the default) or OLDEST_KUBE_VERSION, from
 #                        versions.env; `make cluster-build` builds both.
@@ -77,6 +79,32 @@ fresh "kubernetes-$version" "${k8s_bins[@]}" || {
 }
 fresh "etcd-$ETCD_VERSION" etcd || build "etcd-$ETCD_VERSION" -ldflags "-s -w" .
 fresh "kwok-$KWOK_VERSION" kwok || build "kwok-$KWOK_VERSION" -ldflags "-s -w" tool
+
+if [[ "$version" == "$KUBE_VERSION" ]]; then
+  # Helm: `helm version` must say the real version (Helm's Makefile sets the same variable).
+  build_helm() { # version binary
+    local module="helm-$1" major="${1%%.*}" started=$SECONDS
+    fresh "$module" "$2" && return
+    echo "building $module -> $out/$2"
+    download "$module"
+    (cd "$here/$module" && go build -trimpath -o "$out/$2" \
+      -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$1" "helm.sh/helm/$major/cmd/helm")
+    stamp_of "$module" > "$out/.stamp-$module"
+    echo "built $module in $((SECONDS - started)) s"
+  }
+  build_helm "$HELM_VERSION" helm
+  build_helm "$HELM3_VERSION" helm3
+  # CRDs of the chart's optional objects, as their projects publish them (checked against the
+  # Go checksum database like every module).
+  module_dir() { (cd "$here" && go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)",/\1/p'); }
+  mkdir -p "$out/crds"
+  cert_manager="$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")"
+  cp "$cert_manager/deploy/crds/cert-manager.io_certificates.yaml" "$cert_manager/deploy/crds/cert-manager.io_issuers.yaml" "$out/crds/"
+  prometheus="$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")"
+  cp "$prometheus/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" \
+    "$prometheus/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml" "$out/crds/"
+  chmod u+w "$out/crds/"*
+fi
 
 # kwok's stages, from its own module, with the delays our tests want (see kwok-stages.sh).
 download "kwok-$KWOK_VERSION"
