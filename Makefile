@@ -83,9 +83,11 @@ lint: check-tools
 fmt: check-tools
 	$(CARGO) fmt --all
 
-# deploy/base/crd.yaml is generated from the Rust type; a test fails when it is out of date.
+# deploy/base/crd.yaml is generated from the Rust type, and the Helm chart reads a copy of it;
+# a test fails when either is out of date.
 crd: check-tools
 	$(CARGO) run -q -- crd > deploy/base/crd.yaml
+	cp deploy/base/crd.yaml deploy/helm/eviction-autoscaler/files/crd.yaml
 
 ifeq ($(CLUSTER),real)
 demo: check-tools cluster-build

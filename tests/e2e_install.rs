@@ -13,7 +13,7 @@ use e2e_support as support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::install::{CONFIG_MAP, SERVING_CERTIFICATE, TLS_SECRET, WEBHOOK_CONFIGURATION};
+use support::install::{CONFIG_MAP, SERVING_CERTIFICATE, TLS_SECRET, WEBHOOK_CONFIGURATION, user_part};
 use support::metrics::metric_sum;
 use support::pdbs::is_owned;
 use support::rbac::{grants, unused};
@@ -290,8 +290,8 @@ async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
     assert_eq!(unused, Vec::<String>::new(), "granted but never used");
 }
 
-/// Installs `overlay`, starts one replica, and creates namespaces `production`, `team` and
-/// `opted-out` (annotated off) with a Deployment `web` each, plus one in kube-system.
+/// Installs `overlay`, starts one replica, and seeds the mode namespaces
+/// ([`Env::seed_mode_namespaces`]).
 async fn mode(overlay: &str) -> (Env, support::Product) {
     let env = cluster(1).await;
     let objects = env.install(overlay).await;
@@ -299,34 +299,8 @@ async fn mode(overlay: &str) -> (Env, support::Product) {
     let template = env.pod_template(&objects);
     let replica = env.start_replica(&template, "eviction-autoscaler-a", &[]).await;
     env.route_webhook_to(replica.webhook_addr).await;
-    env.apply(&namespace("production", &[])).await;
-    env.apply(&namespace("team", &[])).await;
-    env.apply(&namespace("opted-out", &[("eviction-autoscaler.azure.com/enable", "false")])).await;
-    for ns in ["kube-system", "production", "team", "opted-out"] {
-        env.apply(&deployment(ns, "web", 2, &[])).await;
-    }
+    env.seed_mode_namespaces().await;
     (env, replica)
-}
-
-/// Namespaces holding a PDB the product created, once the Deployment in `marker` has one (the
-/// same evaluation pass covers the others).
-async fn protected_namespaces(env: &Env, marker: Option<&str>) -> Vec<String> {
-    if let Some(marker) = marker {
-        wait_for("the marker namespace's default PDB", MINUTE, || {
-            let has = env.pdbs(marker).iter().any(is_owned);
-            async move { has.then_some(()) }
-        })
-        .await;
-    }
-    let mut namespaces: Vec<String> = env
-        .pdbs("")
-        .iter()
-        .filter(|p| is_owned(p))
-        .map(|p| p["metadata"]["namespace"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    namespaces.sort();
-    namespaces.dedup();
-    namespaces
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,19 +320,19 @@ async fn basic_mode_surges_in_kube_system_and_creates_no_pdb() {
     })
     .await;
     assert!(production.states().iter().all(|s| s.replicas == 2), "production is not actioned in basic mode");
-    assert_eq!(protected_namespaces(&env, None).await, Vec::<String>::new(), "basic mode creates no PDB");
+    assert_eq!(env.protected_namespaces(None).await, Vec::<String>::new(), "basic mode creates no PDB");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selected_namespaces_mode_protects_only_the_listed_namespaces() {
     let (env, _replica) = mode("overlays/selected-namespaces").await;
-    assert_eq!(protected_namespaces(&env, Some("production")).await, ["kube-system", "production"]);
+    assert_eq!(env.protected_namespaces(Some("production")).await, ["kube-system", "production"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_wide_mode_protects_every_namespace_not_opted_out() {
     let (env, _replica) = mode("overlays/cluster-wide").await;
-    let protected = protected_namespaces(&env, Some("team")).await;
+    let protected = env.protected_namespaces(Some("team")).await;
     for ns in ["kube-system", "production", "team"] {
         assert!(protected.iter().any(|p| p == ns), "{ns} protected: {protected:?}");
     }
@@ -371,7 +345,7 @@ async fn cluster_wide_mode_protects_every_namespace_not_opted_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editing_the_config_map_takes_effect_without_a_restart() {
     let (env, replica) = mode("overlays/selected-namespaces").await;
-    assert_eq!(protected_namespaces(&env, Some("production")).await, ["kube-system", "production"]);
+    assert_eq!(env.protected_namespaces(Some("production")).await, ["kube-system", "production"]);
     let pid = replica.child.id();
 
     // A bad edit is reported and changes nothing.
@@ -402,7 +376,7 @@ async fn editing_the_config_map_takes_effect_without_a_restart() {
     ])
     .await;
     env.project_config();
-    assert_eq!(protected_namespaces(&env, Some("team")).await, ["kube-system", "production", "team"]);
+    assert_eq!(env.protected_namespaces(Some("team")).await, ["kube-system", "production", "team"]);
     assert_eq!(replica.child.id(), pid, "the same process");
     assert!(replica.log().contains("configuration changed"), "{}", replica.log());
 }
@@ -415,18 +389,12 @@ fn key(object: &Value) -> String {
     format!("{}/{}", m["namespace"].as_str().unwrap_or_default(), m["name"].as_str().unwrap_or_default())
 }
 
-/// What an uninstall must leave unchanged in a user's PDB: everything but its status.
-fn user_part(pdb: &Value) -> Value {
-    let m = &pdb["metadata"];
-    json!([m["uid"], m["labels"], m["annotations"], m["ownerReferences"], m["finalizers"], pdb["spec"]])
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_crd_garbage_collects_every_owned_pdb_and_no_user_pdb() {
     let (env, replica) = mode("overlays/cluster-wide").await;
     env.apply(&deployment("team", "api", 1, &[])).await;
     env.apply(&pdb("team", "api-guard", "api", json!({"maxUnavailable": 0}))).await;
-    assert_ne!(protected_namespaces(&env, Some("production")).await, Vec::<String>::new());
+    assert_ne!(env.protected_namespaces(Some("production")).await, Vec::<String>::new());
     let user_pdb = env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB");
 
     drop(replica);
@@ -459,7 +427,7 @@ async fn uninstall_leaves_no_trace_and_every_user_pdb_as_it_was() {
     env.apply(&deployment("team", "api", 1, &[])).await;
     env.apply(&pdb("team", "api-guard", "api", json!({"maxUnavailable": 0}))).await;
     env.wait_ready("production", "web", 2).await;
-    protected_namespaces(&env, Some("production")).await;
+    env.protected_namespaces(Some("production")).await;
     let user_pdb = env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB");
     let production = env.record_deployment("production", "web");
     env.kubectl_ok(&["cordon", "node-1"]).await;

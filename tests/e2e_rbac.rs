@@ -2,7 +2,7 @@
 //! RBAC authorizer (kube-sim's, in the suites still on it) in every scenario (the harness fails a test on any 403 answered to it). Here one
 //! scenario walks every code path that needs a permission — default PDBs created, resized and
 //! deleted, a drain surging a plain Deployment, an HPA and a KEDA ScaledObject, the Lease,
-//! Events, a namespace leaving scope — and every verb of every rule the shipped Roles grant must
+//! Events, a namespace leaving scope, `cleanup` as the ServiceAccount — and every verb of every rule the shipped Roles grant must
 //! have been used.
 
 use e2e_support as support;
@@ -84,6 +84,36 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
         async move { eas.is_none().then_some(()) }
     })
     .await;
+
+    // `cleanup` as the ServiceAccount (the Helm chart's pre-delete hook), the product stopped:
+    // the namespace back in scope first, so there is something to clean up.
+    env.kubectl_ok(&[
+        "annotate",
+        "namespace",
+        "demo",
+        "eviction-autoscaler.azure.com/enable=true",
+        "--overwrite",
+    ])
+    .await;
+    wait_for("the user PDB's EvictionAutoScaler again", Duration::from_secs(60), || {
+        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "guarded");
+        async move { eas.map(|_| ()) }
+    })
+    .await;
+    env.product = None;
+    let cleanup = std::process::Command::new(BIN)
+        .arg("cleanup")
+        .env("KUBECONFIG", env.product_kubeconfig())
+        .output()
+        .expect("cleanup runs");
+    assert!(
+        cleanup.status.success(),
+        "cleanup as the ServiceAccount: {}",
+        String::from_utf8_lossy(&cleanup.stderr)
+    );
+    let left = env.kubectl_ok(&["get", "evictionautoscalers", "-A", "-o", "name"]).await;
+    assert_eq!(left.trim(), "", "cleanup removed every EvictionAutoScaler");
+    assert_eq!(env.pdbs("demo").iter().filter(|p| is_owned(p)).count(), 0, "and every default PDB");
 
     let grants = grants("deploy/base/rbac.yaml");
     assert!(!grants.is_empty(), "the shipped rbac.yaml grants something");

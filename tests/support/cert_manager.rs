@@ -11,7 +11,7 @@ use base64::Engine as _;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use serde_json::{Value, json};
 
-use super::{Env, repo_path};
+use super::Env;
 
 /// The CA of the `…-ca` Issuer: one per test, so a renewal keeps the `caBundle`.
 pub struct CertManager {
@@ -20,12 +20,10 @@ pub struct CertManager {
 }
 
 impl Env {
-    /// Applies cert-manager's CRDs (`tests/support/cert-manager-crds.yaml`) and makes the CA.
+    /// Applies cert-manager's own CRDs (Certificate, Issuer: from its module, with their
+    /// schemas) and makes the CA.
     pub async fn install_cert_manager(&self) -> CertManager {
-        self.kubectl_ok(&["apply", "-f", &repo_path("tests/support/cert-manager-crds.yaml")]).await;
-        for crd in ["certificates.cert-manager.io", "issuers.cert-manager.io"] {
-            self.kubectl_ok(&["wait", "--for=condition=established", &format!("crd/{crd}")]).await;
-        }
+        self.apply_module_crds(&["cert-manager.io_certificates.yaml", "cert-manager.io_issuers.yaml"]).await;
         let key = KeyPair::generate().expect("CA key");
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -113,4 +111,25 @@ impl Env {
 fn uuid_like() -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
     format!("{}", nanos.as_nanos())
+}
+
+impl Env {
+    /// Applies CRDs of other projects, copied from their Go modules by `tests/cluster/build.sh`
+    /// (`target/cluster/<KUBE_VERSION>/crds/`), and waits until each is served. Server-side:
+    /// cert-manager's Issuer CRD is too large for client-side apply's annotation.
+    pub async fn apply_module_crds(&self, files: &[&str]) {
+        let dir = super::cluster::bin_dir_of(&super::cluster::kube_version()).join("crds");
+        for file in files {
+            let path = dir.join(file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("read {} (make cluster-build copies it): {e}", path.display()));
+            let name = text
+                .lines()
+                .find_map(|l| l.strip_prefix("  name: "))
+                .unwrap_or_else(|| panic!("{} names its CRD", path.display()))
+                .to_owned();
+            self.kubectl_ok(&["apply", "--server-side", "-f", &path.display().to_string()]).await;
+            self.kubectl_ok(&["wait", "--for=condition=established", &format!("crd/{name}")]).await;
+        }
+    }
 }

@@ -63,6 +63,10 @@ pub struct ClusterOptions {
     /// unset. Their own defaults (20/30, 50/100) create and bind ~40 pods a second, so a
     /// cluster of tens of thousands of pods needs more.
     pub component_qps: Option<u32>,
+    /// Nothing of the product installed beforehand (its CRD, namespace, RBAC, webhook): the
+    /// test installs it (the Helm chart, which refuses objects it does not own), then calls
+    /// [`super::Env::write_product_kubeconfig`].
+    pub bare: bool,
 }
 
 /// Where the control plane's binaries of `version` are: `$CLUSTER_BIN_DIR` (for the default

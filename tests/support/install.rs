@@ -5,10 +5,12 @@
 //! [`Env::project_secret`]).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::{Env, LOCAL_PORTS, PRODUCT_ACCOUNT, Product, repo_path};
+use super::pdbs::is_owned;
+use super::{Env, LOCAL_PORTS, PRODUCT_ACCOUNT, Product, deployment, namespace, repo_path, wait_for};
 
 /// The product's Deployment, ConfigMap and the webhook Service, as deploy/ names them.
 pub const DEPLOYMENT: &str = "eviction-autoscaler";
@@ -17,6 +19,12 @@ pub const TLS_SECRET: &str = "eviction-autoscaler-tls";
 pub const WEBHOOK_CONFIGURATION: &str = "eviction-autoscaler";
 /// The serving Certificate of the cert-manager component.
 pub const SERVING_CERTIFICATE: &str = "eviction-autoscaler-serving";
+
+/// What an uninstall must leave unchanged in a user's PDB: everything but its status.
+pub fn user_part(pdb: &Value) -> Value {
+    let m = &pdb["metadata"];
+    json!([m["uid"], m["labels"], m["annotations"], m["ownerReferences"], m["finalizers"], pdb["spec"]])
+}
 
 /// The container of the installed Deployment, ready to be run locally.
 #[derive(Clone, Debug)]
@@ -119,5 +127,37 @@ impl Env {
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"));
         Product::start(cmd, log).await
+    }
+
+    /// The namespaces the install-mode tests look at: `production`, `team` and `opted-out`
+    /// (annotated off), with a Deployment `web` (2 replicas) in each and in kube-system.
+    pub async fn seed_mode_namespaces(&self) {
+        self.apply(&namespace("production", &[])).await;
+        self.apply(&namespace("team", &[])).await;
+        self.apply(&namespace("opted-out", &[("eviction-autoscaler.azure.com/enable", "false")])).await;
+        for ns in ["kube-system", "production", "team", "opted-out"] {
+            self.apply(&deployment(ns, "web", 2, &[])).await;
+        }
+    }
+
+    /// Namespaces holding a PDB the product created, once the Deployment in `marker` has one
+    /// (the same evaluation pass covers the others).
+    pub async fn protected_namespaces(&self, marker: Option<&str>) -> Vec<String> {
+        if let Some(marker) = marker {
+            wait_for("the marker namespace's default PDB", Duration::from_secs(60), || {
+                let has = self.pdbs(marker).iter().any(is_owned);
+                async move { has.then_some(()) }
+            })
+            .await;
+        }
+        let mut namespaces: Vec<String> = self
+            .pdbs("")
+            .iter()
+            .filter(|p| is_owned(p))
+            .map(|p| p["metadata"]["namespace"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        namespaces.sort();
+        namespaces.dedup();
+        namespaces
     }
 }

@@ -90,7 +90,9 @@ impl Env {
         .with_service_endpoint(SERVICE.0, SERVICE.1, webhook_addr);
         let options = ServerOptions::new(dir.path().join("kubeconfig")).with_behaviour(behaviour);
         let sim = Server::start(options).await.expect("kube-sim starts");
-        Env::prepare(dir, Cluster::Sim(sim), bin.into(), webhook_addr).await
+        let env = Env::new(dir, Cluster::Sim(sim), bin.into(), webhook_addr);
+        env.prepare().await;
+        env
     }
 
     /// Starts the real control plane with `shape` (see [`cluster::ControlPlane::start`]), then
@@ -108,20 +110,18 @@ impl Env {
         options: ClusterOptions,
     ) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
+        let bare = options.bare;
         let plane = tokio::task::spawn_blocking(move || cluster::ControlPlane::start_with(&shape, &options))
             .await
             .expect("the control plane start does not panic");
-        Env::prepare(dir, Cluster::Real(plane), bin.into(), free_addr()).await
+        let env = Env::new(dir, Cluster::Real(plane), bin.into(), free_addr());
+        if !bare {
+            env.prepare().await;
+        }
+        env
     }
 
-    /// Certificates, the CRD, namespace, ServiceAccount and RBAC of deploy/base, the product's
-    /// kubeconfig (the shipped ServiceAccount's token), and the webhook configuration.
-    async fn prepare(
-        dir: tempfile::TempDir,
-        cluster: Cluster,
-        bin: PathBuf,
-        webhook_addr: SocketAddr,
-    ) -> Env {
+    fn new(dir: tempfile::TempDir, cluster: Cluster, bin: PathBuf, webhook_addr: SocketAddr) -> Env {
         let env = Env {
             dir,
             cluster,
@@ -133,20 +133,30 @@ impl Env {
             forbidden_expected: Default::default(),
         };
         env.make_certs();
+        env
+    }
+
+    /// The CRD, namespace, ServiceAccount and RBAC of deploy/base, the product's kubeconfig
+    /// and the webhook configuration.
+    async fn prepare(&self) {
         for manifest in ["crd", "namespace", "serviceaccount", "rbac"] {
-            env.kubectl_ok(&["apply", "-f", &repo_path(&format!("deploy/base/{manifest}.yaml"))]).await;
+            self.kubectl_ok(&["apply", "-f", &repo_path(&format!("deploy/base/{manifest}.yaml"))]).await;
         }
+        self.write_product_kubeconfig();
+        self.register_webhook().await;
+    }
+
+    /// The product's kubeconfig: a token of the shipped ServiceAccount (which must exist).
+    pub fn write_product_kubeconfig(&self) {
         let (namespace, account) = PRODUCT_ACCOUNT;
-        match &env.cluster {
+        match &self.cluster {
             Cluster::Sim(sim) => sim
-                .write_service_account_kubeconfig(namespace, account, env.product_kubeconfig())
+                .write_service_account_kubeconfig(namespace, account, self.product_kubeconfig())
                 .expect("the product's kubeconfig"),
             Cluster::Real(plane) => {
-                plane.write_service_account_kubeconfig(namespace, account, &env.product_kubeconfig())
+                plane.write_service_account_kubeconfig(namespace, account, &self.product_kubeconfig())
             }
         }
-        env.register_webhook().await;
-        env
     }
 
     /// kube-sim, for the tests that reach into it (its controllers, its request hooks).
@@ -589,6 +599,7 @@ pub mod cluster;
 mod credentials;
 pub mod extra;
 pub mod fixtures;
+pub mod helm;
 pub mod install;
 pub mod keda;
 pub mod kubectl;

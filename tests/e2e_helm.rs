@@ -1,0 +1,471 @@
+//! The Helm chart (`deploy/helm/eviction-autoscaler`), the second front door beside deploy/'s
+//! kustomizations, with Helm 4 and Helm 3 built from their Go modules. Without a cluster: both
+//! lint it clean, render for each seed mode exactly what the matching overlay renders (RBAC,
+//! webhook configuration, security contexts — every object, less the labels each tool adds),
+//! and refuse a bad value naming its key. On the real control plane: the renderings pass
+//! `--dry-run=server` (with the cert-manager and prometheus-operator CRDs of their own modules);
+//! `helm install` of each mode with the binary run locally as the rendered pod would run it and
+//! the apiserver calling its webhook through the release's Service; `helm upgrade
+//! --reuse-values --set ...` taking effect without a restart; `helm uninstall` after its
+//! pre-delete hook leaving nothing of ours and every user PDB as it was.
+
+use e2e_support as support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::helm::{CHART, Helm, RELEASE, is_hook};
+use support::install::{SERVING_CERTIFICATE, TLS_SECRET, user_part};
+use support::metrics::metric_sum;
+use support::pdbs::is_owned;
+use support::{
+    ClusterOptions, ClusterShape, Env, PRODUCT_ACCOUNT, deployment, namespace, pdb, repo_path, wait_for,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+const NS: &str = PRODUCT_ACCOUNT.0;
+const MINUTE: Duration = Duration::from_secs(60);
+const CRD: &str = "evictionautoscalers.eviction-autoscaler.azure.com";
+
+/// A seed install mode: the kustomization that installs it and the `--set` values that make
+/// the chart install the same.
+struct Mode {
+    overlay: &'static str,
+    sets: &'static [&'static str],
+}
+
+const BASIC: Mode = Mode { overlay: "overlays/basic", sets: &[] };
+/// The seed's extension settings, as `--set` takes them.
+const SELECTED_NAMESPACES: Mode = Mode {
+    overlay: "overlays/selected-namespaces",
+    sets: &[
+        "controllerConfig.pdb.create=true",
+        "controllerConfig.namespaces.actionedNamespaces={kube-system,production}",
+    ],
+};
+const CLUSTER_WIDE: Mode = Mode {
+    overlay: "overlays/cluster-wide",
+    sets: &["controllerConfig.pdb.create=true", "controllerConfig.namespaces.enabledByDefault=true"],
+};
+const CERT_MANAGER: Mode =
+    Mode { overlay: "overlays/cert-manager", sets: &["certificates.mode=certManager"] };
+const MONITORING: Mode = Mode {
+    overlay: "overlays/monitoring",
+    sets: &["serviceMonitor.enabled=true", "prometheusRule.enabled=true"],
+};
+const MODES: [&Mode; 5] = [&BASIC, &SELECTED_NAMESPACES, &CLUSTER_WIDE, &CERT_MANAGER, &MONITORING];
+
+/// Labels each tool adds on its own (Helm's release labels, kustomize's managed-by).
+const TOOL_LABELS: [&str; 5] = [
+    "app.kubernetes.io/part-of",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "helm.sh/chart",
+];
+
+fn remove_labels(metadata: &mut Value, keys: &[&str]) {
+    let Some(map) = metadata.as_object_mut() else { return };
+    if let Some(labels) = map.get_mut("labels").and_then(Value::as_object_mut) {
+        labels.retain(|k, _| !keys.contains(&k.as_str()));
+        if labels.is_empty() {
+            map.remove("labels");
+        }
+    }
+}
+
+/// `eviction-autoscaler config --config` of a ConfigMap's `config.yaml`: what the process reads.
+fn effective_config(text: &str) -> Value {
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), text).expect("write config");
+    let out = std::process::Command::new(BIN)
+        .args(["config", "--config"])
+        .arg(file.path())
+        .output()
+        .expect("run eviction-autoscaler config");
+    assert!(out.status.success(), "the binary accepts {text}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("config prints JSON")
+}
+
+/// The objects both front doors must agree on, by kind/namespace/name: the tools' own labels
+/// (and the object-level name label, which kustomize's components do not add) left out, the
+/// ConfigMap as the configuration the binary reads from it, the Namespace (the chart installs
+/// into one, `--create-namespace`) and Helm hooks left out.
+fn comparable(objects: &[Value]) -> BTreeMap<String, Value> {
+    objects
+        .iter()
+        .filter(|o| o["kind"] != "Namespace" && !is_hook(o))
+        .map(|o| {
+            let mut o = o.clone();
+            let mut object_labels = TOOL_LABELS.to_vec();
+            object_labels.push("app.kubernetes.io/name");
+            remove_labels(&mut o["metadata"], &object_labels);
+            if let Some(template) = o.pointer_mut("/spec/template/metadata") {
+                remove_labels(template, &TOOL_LABELS);
+            }
+            if o["kind"] == "ConfigMap" {
+                let text = o["data"]["config.yaml"].as_str().expect("config.yaml").to_owned();
+                o["data"]["config.yaml"] = effective_config(&text);
+            }
+            let m = &o["metadata"];
+            let key = format!(
+                "{}/{}/{}",
+                o["kind"].as_str().unwrap_or_default(),
+                m["namespace"].as_str().unwrap_or_default(),
+                m["name"].as_str().unwrap_or_default()
+            );
+            (key, o)
+        })
+        .collect()
+}
+
+fn kustomize(overlay: &str) -> Vec<Value> {
+    let kubectl = support::cluster::bin_dir_of(&support::cluster::kube_version()).join("kubectl");
+    let out = std::process::Command::new(&kubectl)
+        .args(["kustomize", &repo_path(&format!("deploy/{overlay}"))])
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", kubectl.display()));
+    assert!(out.status.success(), "kubectl kustomize {overlay}: {}", String::from_utf8_lossy(&out.stderr));
+    support::helm::documents(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(repo_path(relative)).unwrap_or_else(|e| panic!("read {relative}: {e}"))
+}
+
+#[test]
+fn the_chart_lints_clean_follows_the_crate_version_and_shares_the_generated_files() {
+    let chart: Value = serde_saphyr::from_str(&read(&format!("{CHART}/Chart.yaml"))).expect("Chart.yaml");
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!((chart["version"].as_str(), chart["appVersion"].as_str()), (Some(version), Some(version)));
+    for (copy, source, how) in [
+        ("files/crd.yaml", "deploy/base/crd.yaml", "make crd"),
+        ("files/prometheusrule.yaml", "deploy/components/prometheusrule/prometheusrule.yaml", "cp"),
+    ] {
+        assert_eq!(
+            read(&format!("{CHART}/{copy}")),
+            read(source),
+            "{CHART}/{copy} differs from {source}: {how}"
+        );
+    }
+    let home = tempfile::tempdir().expect("temp dir");
+    for helm in Helm::ALL {
+        let lint =
+            helm.run(home.path(), &["lint", "--strict", &repo_path(CHART)]).expect("helm lint --strict");
+        assert!(lint.contains("0 chart(s) failed") && !lint.contains("[WARNING]"), "{helm:?}: {lint}");
+    }
+}
+
+#[test]
+fn every_mode_renders_what_its_kustomization_renders_with_both_helm_versions() {
+    let home = tempfile::tempdir().expect("temp dir");
+    for mode in MODES {
+        let expected = comparable(&kustomize(mode.overlay));
+        for helm in Helm::ALL {
+            let rendered = helm.template(home.path(), mode.sets).expect("helm template");
+            let actual = comparable(&rendered);
+            assert_eq!(
+                actual.keys().collect::<Vec<_>>(),
+                expected.keys().collect::<Vec<_>>(),
+                "{helm:?} {}: the same objects",
+                mode.overlay
+            );
+            for (key, object) in &expected {
+                assert_eq!(&actual[key], object, "{helm:?} {}: {key} drifted from deploy/", mode.overlay);
+            }
+            // The one hook: cleanup as the product, with the product's image and security.
+            let hooks: Vec<&Value> = rendered.iter().filter(|o| is_hook(o)).collect();
+            assert_eq!(hooks.len(), 1, "{helm:?}: one hook");
+            let job = hooks[0];
+            assert_eq!(job["metadata"]["annotations"]["helm.sh/hook"], "pre-delete");
+            let product =
+                &expected[&format!("Deployment/{NS}/eviction-autoscaler")]["spec"]["template"]["spec"];
+            let pod = &job["spec"]["template"]["spec"];
+            assert_eq!(pod["serviceAccountName"], product["serviceAccountName"]);
+            assert_eq!(pod["securityContext"], product["securityContext"], "the pod's security context");
+            let (container, main) = (&pod["containers"][0], &product["containers"][0]);
+            assert_eq!(container["args"], json!(["cleanup"]));
+            assert_eq!(container["image"], main["image"]);
+            assert_eq!(
+                container["securityContext"], main["securityContext"],
+                "the container's security context"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_values_and_the_kube_system_namespace_are_refused_naming_the_problem() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let chart = repo_path(CHART);
+    for helm in Helm::ALL {
+        for (set, named) in [
+            ("controllerConfig.pdb.create=maybe", "/controllerConfig/pdb/create"),
+            ("controllerConfig.surge.trigger=sometimes", "/controllerConfig/surge/trigger"),
+            ("controllerConfig.surge.cooldown=soon", "/controllerConfig/surge/cooldown"),
+            ("certificates.mode=vault", "/certificates/mode"),
+            ("controllerConfig.pdb.craete=true", "craete"),
+        ] {
+            let refused = helm.template(home.path(), &[set]).expect_err(set);
+            assert!(refused.contains(named), "{helm:?} --set {set}: names {named}: {refused}");
+        }
+        let refused = helm
+            .run(home.path(), &["template", RELEASE, &chart, "--namespace", "kube-system"])
+            .expect_err("kube-system refused");
+        assert!(refused.contains("cannot be installed in kube-system"), "{helm:?}: {refused}");
+    }
+}
+
+/// A real control plane with nothing of the product on it.
+async fn bare_cluster(service_network: bool) -> Env {
+    let options = ClusterOptions { service_network, bare: true, ..ClusterOptions::default() };
+    Env::start_real_with(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }, options).await
+}
+
+/// The release namespace as the chart README creates it.
+async fn create_release_namespace(env: &Env) {
+    env.apply(&namespace(NS, &[("eviction-autoscaler.azure.com/enable", "false")])).await;
+    env.kubectl_ok(&["label", "namespace", NS, "pod-security.kubernetes.io/enforce=restricted"]).await;
+}
+
+const MODULE_CRDS: [&str; 4] = [
+    "cert-manager.io_certificates.yaml",
+    "cert-manager.io_issuers.yaml",
+    "monitoring.coreos.com_servicemonitors.yaml",
+    "monitoring.coreos.com_prometheusrules.yaml",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rendered_mode_passes_a_server_side_dry_run() {
+    let env = bare_cluster(false).await;
+    env.apply_module_crds(&MODULE_CRDS).await;
+    create_release_namespace(&env).await;
+    let home = tempfile::tempdir().expect("temp dir");
+    for mode in MODES {
+        for helm in Helm::ALL {
+            let chart = repo_path(CHART);
+            let mut args = vec!["template", RELEASE, &chart, "--namespace", NS];
+            for set in mode.sets {
+                args.extend(["--set", set]);
+            }
+            let yaml = helm.run(home.path(), &args).expect("helm template");
+            let path = env.dir.path().join("rendered.yaml");
+            std::fs::write(&path, &yaml).expect("write the rendering");
+            let (ok, out) = env
+                .kubectl_combined(&[
+                    "apply",
+                    "--dry-run=server",
+                    "--server-side",
+                    "-f",
+                    &path.display().to_string(),
+                ])
+                .await;
+            assert!(ok, "{helm:?} {}: {out}", mode.overlay);
+        }
+    }
+}
+
+/// `helm install` of `mode` on a cluster with the service network, then one replica run as
+/// the release's pod would run, called by the apiserver through the release's Service.
+async fn helm_mode(mode: &Mode) -> (Env, support::Product, support::helm::Release) {
+    let env = bare_cluster(true).await;
+    create_release_namespace(&env).await;
+    let release = install(&env, mode.sets).await;
+    let replica = start(&env, &release, &[]).await;
+    (env, replica, release)
+}
+
+async fn install(env: &Env, sets: &[&str]) -> support::helm::Release {
+    let mut args = Vec::new();
+    for set in sets {
+        args.extend(["--set", *set]);
+    }
+    let release = env.helm_release("install", &args).expect("helm install");
+    env.write_product_kubeconfig();
+    env.project_config();
+    release
+}
+
+async fn start(env: &Env, release: &support::helm::Release, extra: &[&str]) -> support::Product {
+    let replica =
+        env.start_replica(&env.pod_template(&release.objects), "eviction-autoscaler-a", extra).await;
+    env.route_webhook_to(replica.webhook_addr).await;
+    replica
+}
+
+/// Webhook reviews of new Deployments `replica` answered.
+async fn deployment_reviews(replica: &support::Product) -> f64 {
+    metric_sum(
+        &replica.metrics().await,
+        "eviction_autoscaler_webhook_requests_total",
+        &["path=\"/validate-deployment\""],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn basic_mode_installs_with_helm_and_refuses_a_bad_value_first() {
+    let env = bare_cluster(true).await;
+    create_release_namespace(&env).await;
+    let refused = env
+        .helm_release("install", &["--set", "controllerConfig.pdb.create=maybe"])
+        .err()
+        .expect("a bad value is refused");
+    assert!(refused.contains("/controllerConfig/pdb/create"), "names the key: {refused}");
+    let listed = env.helm(&["list", "-A", "-q"]).expect("helm list");
+    assert_eq!(listed.trim(), "", "nothing installed");
+
+    let release = install(&env, BASIC.sets).await;
+    assert!(release.output.contains("kubectl get evictionautoscalers -A"), "NOTES: {}", release.output);
+    let replica = start(&env, &release, &[]).await;
+    env.seed_mode_namespaces().await;
+    // The seed's verification: the pods, no default PDB in basic mode, the kube-system budget.
+    let pods = env
+        .kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            NS,
+            "-l",
+            "app.kubernetes.io/name=eviction-autoscaler",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(pods.lines().count(), 2, "two replicas scheduled: {pods}");
+    assert_eq!(deployment_reviews(&replica).await, 4.0, "each new Deployment reviewed over verified TLS");
+    assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed");
+    assert_eq!(env.protected_namespaces(None).await, Vec::<String>::new(), "basic mode creates no PDB");
+    env.apply(&pdb("kube-system", "guard", "web", json!({"minAvailable": 2}))).await;
+    wait_for("the kube-system budget's EvictionAutoScaler", MINUTE, || {
+        let eas =
+            env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "kube-system", "guard");
+        async move { eas.map(|_| ()) }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selected_namespaces_then_an_upgrade_without_a_restart_then_an_uninstall_that_leaves_nothing() {
+    let (env, replica, release) = helm_mode(&SELECTED_NAMESPACES).await;
+    env.seed_mode_namespaces().await;
+    assert_eq!(env.protected_namespaces(Some("production")).await, ["kube-system", "production"]);
+    let eas = env.kubectl_ok(&["get", "evictionautoscalers", "-A", "-o", "name"]).await;
+    assert_eq!(eas.lines().count(), 2, "one EvictionAutoScaler per default PDB: {eas}");
+
+    // The seed's setting change, as an upgrade: the ConfigMap changes, the process re-reads it.
+    let pid = replica.child.id();
+    env.helm_release(
+        "upgrade",
+        &[
+            "--reuse-values",
+            "--set",
+            "controllerConfig.namespaces.actionedNamespaces={kube-system,production,shop}",
+        ],
+    )
+    .expect("helm upgrade");
+    env.project_config();
+    env.apply(&namespace("shop", &[])).await;
+    env.apply(&deployment("shop", "cart", 1, &[])).await;
+    assert_eq!(env.protected_namespaces(Some("shop")).await, ["kube-system", "production", "shop"]);
+    assert_eq!(replica.child.id(), pid, "the same process");
+    assert!(replica.log().contains("configuration changed"), "{}", replica.log());
+
+    // A user PDB, and a surge held after a drain (cordon, then uncordon: the cooldown holds it).
+    env.apply(&deployment("team", "api", 1, &[])).await;
+    env.apply(&pdb("team", "api-guard", "api", json!({"maxUnavailable": 0}))).await;
+    let user_pdb = env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB");
+    env.wait_ready("production", "web", 2).await;
+    let production = env.record_deployment("production", "web");
+    env.kubectl_ok(&["cordon", "node-1"]).await;
+    wait_for("production/web surged", MINUTE, || {
+        let surged = production.states().iter().any(|s| s.replicas > 2);
+        async move { surged.then_some(()) }
+    })
+    .await;
+    env.kubectl_ok(&["uncordon", "node-1"]).await;
+
+    // helm uninstall: its pre-delete hook's command runs here (kwok runs no container; the
+    // hook's Job is completed by kwok), then Helm deletes the release, the CRD among it. The
+    // replica stops once its Deployment is gone, as the kubelet would stop it.
+    let hooks: Vec<&Value> = release.hooks.iter().filter(|h| h["kind"] == "Job").collect();
+    assert_eq!(hooks.len(), 1, "the cleanup hook");
+    env.run_hook(hooks[0]);
+    // Helm deletes the release's RBAC while the replica still runs: it is refused from then on.
+    env.expect_forbidden();
+    env.helm(&["uninstall", RELEASE, "--namespace", NS, "--wait"]).expect("helm uninstall");
+    drop(replica);
+
+    wait_for("the CRD gone and every owned PDB with it", MINUTE, || {
+        let crd = env.object("apiextensions.k8s.io", "v1", "customresourcedefinitions", "", CRD);
+        let owned = env.pdbs("").iter().filter(|p| is_owned(p)).count();
+        async move { (crd.is_none() && owned == 0).then_some(()) }
+    })
+    .await;
+    let web = env.deployment_now("production", "web").expect("production/web");
+    assert_eq!(web["spec"]["replicas"], 2, "the surge reverted");
+    let annotations = web["metadata"]["annotations"].as_object().cloned().unwrap_or_default();
+    assert!(
+        !annotations.keys().any(|k| k.starts_with("eviction") || k == "evictionSurgeReplicas"),
+        "none of our annotations left: {annotations:?}"
+    );
+    let after =
+        env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB kept");
+    assert_eq!(user_part(&after), user_part(&user_pdb), "the user PDB is as it was");
+    assert_eq!(env.product_pdb_writes("team", "api-guard"), [], "the product never wrote to the user PDB");
+    for (kind, name) in [
+        ("validatingwebhookconfiguration", "eviction-autoscaler"),
+        ("clusterrole", "eviction-autoscaler"),
+        ("clusterrole", "eviction-autoscaler-webhook-ca"),
+    ] {
+        let (found, out) = env.kubectl_combined(&["get", kind, name]).await;
+        assert!(!found, "{kind}/{name} deleted: {out}");
+    }
+    // What the running product made in its namespace stays with it (chart README, uninstall):
+    // its certificate Secret and its Lease. Nothing of the release.
+    let kinds = "all,configmaps,secrets,serviceaccounts,roles,rolebindings,poddisruptionbudgets,leases,jobs";
+    let left = wait_for("the release's objects gone", MINUTE, || async {
+        let listed = env.kubectl_ok(&["get", kinds, "-n", NS, "-o", "name"]).await;
+        let mut left: Vec<String> = listed
+            .lines()
+            .filter(|l| !["configmap/kube-root-ca.crt", "serviceaccount/default"].contains(l))
+            .map(str::to_owned)
+            .collect();
+        left.sort();
+        (left.len() <= 2).then_some(left)
+    })
+    .await;
+    assert_eq!(left, ["lease.coordination.k8s.io/eviction-autoscaler", "secret/eviction-autoscaler-tls"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_wide_mode_protects_every_namespace_not_opted_out() {
+    let (env, _replica, _release) = helm_mode(&CLUSTER_WIDE).await;
+    env.seed_mode_namespaces().await;
+    let protected = env.protected_namespaces(Some("team")).await;
+    for ns in ["kube-system", "production", "team"] {
+        assert!(protected.iter().any(|p| p == ns), "{ns} protected: {protected:?}");
+    }
+    for ns in ["opted-out", NS] {
+        assert!(!protected.iter().any(|p| p == ns), "{ns} is left alone: {protected:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cert_manager_mode_serves_the_certificate_cert_manager_issues() {
+    let env = bare_cluster(true).await;
+    let cert_manager = env.install_cert_manager().await;
+    create_release_namespace(&env).await;
+    let release = install(&env, CERT_MANAGER.sets).await;
+    env.issue_certificate(&cert_manager, NS, SERVING_CERTIFICATE).await;
+    let tls = env.project_secret(NS, TLS_SECRET);
+    let files = [
+        format!("--tls-cert-file={}", tls.join("tls.crt").display()),
+        format!("--tls-key-file={}", tls.join("tls.key").display()),
+    ];
+    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+    let replica = start(&env, &release, &files).await;
+    env.apply(&deployment("default", "web", 1, &[])).await;
+    assert_eq!(deployment_reviews(&replica).await, 1.0, "reviewed over cert-manager's certificate");
+    assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed");
+}
