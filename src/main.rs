@@ -31,7 +31,7 @@ enum Command {
     Certs(CertsArgs),
     /// Before uninstall: revert active surges, delete every PDB carrying
     /// `ownedBy: EvictionAutoScaler` and remove the EvictionAutoScaler objects. Idempotent.
-    /// Stop the product first: a running one recreates its PDBs.
+    /// Stop the product first (or let --stop-deployment do it): a running one recreates its PDBs.
     Cleanup(CleanupArgs),
     /// Print the version.
     Version,
@@ -42,6 +42,10 @@ struct CleanupArgs {
     /// List what would be done and change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// First scale the product's own Deployment (NAMESPACE/NAME) to 0 and wait until its pods
+    /// are gone (at most 2 minutes), so no running replica undoes the cleanup.
+    #[arg(long, value_name = "NAMESPACE/NAME")]
+    stop_deployment: Option<eviction_autoscaler_controller::cleanup::ProductDeployment>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -80,7 +84,7 @@ fn main() -> ExitCode {
                 })
                 .map_err(Into::into)
         }
-        Command::Cleanup(CleanupArgs { dry_run }) => cleanup(dry_run),
+        Command::Cleanup(CleanupArgs { dry_run, stop_deployment }) => cleanup(dry_run, stop_deployment),
         Command::Version => {
             println!("eviction-autoscaler {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -96,11 +100,14 @@ fn main() -> ExitCode {
 }
 
 /// `cleanup`: the controller crate prints one line per step; the summary closes the output.
-fn cleanup(dry_run: bool) -> anyhow::Result<()> {
+fn cleanup(
+    dry_run: bool,
+    product: Option<eviction_autoscaler_controller::cleanup::ProductDeployment>,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let client = kube_client().await?;
-        let report = eviction_autoscaler_controller::cleanup::run(client, dry_run).await?;
+        let report = eviction_autoscaler_controller::cleanup::run(client, dry_run, product.as_ref()).await?;
         println!("{}", report.summary());
         Ok(())
     })

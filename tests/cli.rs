@@ -151,3 +151,12 @@ fn crd_subcommand_matches_the_shipped_manifest() {
         "deploy/base/crd.yaml is out of date: run `make crd`"
     );
 }
+
+#[test]
+fn cleanup_refuses_a_stop_deployment_that_is_not_namespace_slash_name() {
+    // Parsed before any cluster is contacted.
+    let out =
+        run(&["cleanup", "--stop-deployment", "eviction-autoscaler"], &[("KUBECONFIG", "/nonexistent")]);
+    assert_rejected(&out, "--stop-deployment", "eviction-autoscaler", "a name without its namespace");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NAMESPACE/NAME"), "says the form");
+}

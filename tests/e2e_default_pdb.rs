@@ -285,7 +285,13 @@ async fn a_statefulset_gets_no_pdb_and_no_repeated_errors() {
 async fn five_hundred_deployments_in_one_apply_get_exactly_five_hundred_pdbs() {
     const COUNT: usize = 500;
     let env = cluster_shaped(ClusterShape { nodes: 3, pods_per_node: 200 }, &[]).await;
-    let added = env.record_added(&support::pdbs::pdb_gvr(), "apps");
+    // Every event (not only the first ADDED per name): a PDB deleted and created again shows
+    // as two uids under one name.
+    let events = env.watch(&support::pdbs::pdb_gvr(), "apps", None, |kind, o| {
+        let meta = &o["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        Some((kind.to_owned(), text(&meta["name"]), text(&meta["uid"])))
+    });
     let manifest: Vec<String> = (0..COUNT)
         // One replica each: zero replicas would (rightly) get no PDB.
         .map(|i| support::deployment("apps", &format!("app-{i:03}"), 1, &[]))
@@ -303,19 +309,35 @@ async fn five_hundred_deployments_in_one_apply_get_exactly_five_hundred_pdbs() {
     let names = env.pdb_names("apps");
     let expected: Vec<String> = (0..COUNT).map(|i| ours(&format!("app-{i:03}"))).collect();
     assert_eq!(names, expected, "one PDB per Deployment, named after it");
-    let mut per_name = std::collections::BTreeMap::<String, usize>::new();
-    for a in added.states() {
-        *per_name.entry(a.name).or_default() += 1;
+    let mut uids = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+    for (_, name, uid) in events.states() {
+        uids.entry(name).or_default().insert(uid);
     }
-    let twice: Vec<_> = per_name.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(twice.is_empty(), "PDBs created more than once: {twice:?}");
     let creates = env.product_pdb_creates("apps");
     let mut created = std::collections::BTreeMap::<&str, usize>::new();
     for c in &creates {
         *created.entry(c.name.as_str()).or_default() += 1;
     }
-    let again: Vec<_> = created.iter().filter(|(_, n)| **n > 1).collect();
-    assert_eq!(again, [], "a PDB the product created twice (the second time after a delete?)");
+    let again: Vec<&str> = created.iter().filter(|(_, n)| **n > 1).map(|(name, _)| *name).collect();
+    let recreated: Vec<_> = uids.iter().filter(|(_, u)| u.len() > 1).collect();
+    // What happened to each such PDB: every request naming it, and every event of it.
+    let history = |name: &str| {
+        let requests: Vec<String> = env
+            .requests()
+            .into_iter()
+            .filter(|r| r.resource == "poddisruptionbudgets" && r.name == name)
+            .map(|r| format!("{} {} {} by {} ({})", r.timestamp, r.verb, r.code, r.user, r.user_agent))
+            .collect();
+        let seen: Vec<_> = events.states().into_iter().filter(|(_, n, _)| n == name).collect();
+        format!("{name}:\n  {}\n  events: {seen:?}", requests.join("\n  "))
+    };
+    let histories: Vec<String> =
+        again.iter().copied().chain(recreated.iter().map(|(n, _)| n.as_str())).map(history).collect();
+    assert!(
+        again.is_empty() && recreated.is_empty(),
+        "a PDB created twice or deleted and created again:\n{}",
+        histories.join("\n")
+    );
     let strays: Vec<_> = creates.iter().filter(|c| !expected.contains(&c.name)).collect();
     assert_eq!(creates.len(), COUNT, "exactly {COUNT} successful creates by the product: {strays:#?}");
     // Counted once the create's response is back: the 500th PDB can be listed a moment earlier.

@@ -185,7 +185,10 @@ fn every_mode_renders_what_its_kustomization_renders_with_both_helm_versions() {
             assert_eq!(pod["serviceAccountName"], product["serviceAccountName"]);
             assert_eq!(pod["securityContext"], product["securityContext"], "the pod's security context");
             let (container, main) = (&pod["containers"][0], &product["containers"][0]);
-            assert_eq!(container["args"], json!(["cleanup"]));
+            assert_eq!(
+                container["args"],
+                json!(["cleanup", format!("--stop-deployment={NS}/eviction-autoscaler")])
+            );
             assert_eq!(container["image"], main["image"]);
             assert_eq!(
                 container["securityContext"], main["securityContext"],
@@ -387,14 +390,25 @@ async fn selected_namespaces_then_an_upgrade_without_a_restart_then_an_uninstall
 
     // helm uninstall: its pre-delete hook's command runs here (kwok runs no container; the
     // hook's Job is completed by kwok), then Helm deletes the release, the CRD among it. The
-    // replica stops once its Deployment is gone, as the kubelet would stop it.
+    // hook scales the product to 0 first: the replica stops then, as the kubelet would stop it.
     let hooks: Vec<&Value> = release.hooks.iter().filter(|h| h["kind"] == "Job").collect();
     assert_eq!(hooks.len(), 1, "the cleanup hook");
-    env.run_hook(hooks[0]);
-    // Helm deletes the release's RBAC while the replica still runs: it is refused from then on.
-    env.expect_forbidden();
+    let replica_stopped = async {
+        wait_for("the hook scaled the product to 0", MINUTE, || {
+            let product = env.deployment_now(NS, "eviction-autoscaler");
+            async move { product.filter(|d| d["spec"]["replicas"] == 0).map(|_| ()) }
+        })
+        .await;
+        drop(replica);
+    };
+    let (printed, ()) = tokio::join!(env.run_hook(hooks[0]), replica_stopped);
+    let done = |start: &str| printed.lines().any(|l| l.starts_with(start) && l.ends_with(": done"));
+    assert!(
+        done(&format!("stop deployment {NS}/eviction-autoscaler")),
+        "the product stopped first: {printed}"
+    );
+    assert!(done("revert surge: Deployment production/web"), "the held surge reverted: {printed}");
     env.helm(&["uninstall", RELEASE, "--namespace", NS, "--wait"]).expect("helm uninstall");
-    drop(replica);
 
     wait_for("the CRD gone and every owned PDB with it", MINUTE, || {
         let crd = env.object("apiextensions.k8s.io", "v1", "customresourcedefinitions", "", CRD);

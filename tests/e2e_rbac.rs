@@ -56,6 +56,15 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
     }
     // A resize (PDB patch), then an opt-out (PDB and EAS deleted).
     env.kubectl_ok(&["scale", "deployment", "web", "-n", "demo", "--replicas=2"]).await;
+    wait_for("web's PDB resized", Duration::from_secs(60), || {
+        let resized = env.pdbs("demo").iter().any(|p| {
+            is_owned(p)
+                && p["metadata"]["name"] == "web-eviction-autoscaler"
+                && p["spec"]["minAvailable"] == 2
+        });
+        async move { resized.then_some(()) }
+    })
+    .await;
     env.kubectl_ok(&[
         "annotate",
         "deployment",

@@ -1,6 +1,7 @@
-//! `eviction-autoscaler cleanup [--dry-run]` (before uninstall): executes
-//! [`plan_cleanup`] against the cluster, in the plan's order (surges, hand-overs, PDB deletes,
-//! EvictionAutoScaler objects). See [`crate::pdb::cleanup`] for what is planned.
+//! `eviction-autoscaler cleanup [--dry-run] [--stop-deployment NS/NAME]` (before uninstall):
+//! stops the product if asked ([`stop`]), then executes [`plan_cleanup`] against the cluster,
+//! in the plan's order (surges, hand-overs, PDB deletes, EvictionAutoScaler objects). See
+//! [`crate::pdb::cleanup`] for what is planned.
 //!
 //! Every write is guarded (resourceVersion / UID / JSON-patch `test`) and re-checked from a
 //! fresh read after a Conflict, so an object that stopped being ours meanwhile is left alone.
@@ -20,6 +21,8 @@ use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain;
 
 use crate::error::{Error, is_conflict, is_not_found};
+
+mod stop;
 use crate::keda::ScaledObject;
 use crate::pdb::plan_cleanup;
 use crate::pdb::{
@@ -29,6 +32,7 @@ use crate::runtime::surge::write_patch;
 use crate::surge::Write;
 use crate::surge::scaler::Scaler;
 use crate::surge::state::{SurgeState, clear_edits};
+pub use stop::ProductDeployment;
 
 /// Fresh reads and writes per step before a step that keeps conflicting is left for the next
 /// run (someone else keeps changing the object).
@@ -80,6 +84,13 @@ pub struct CleanupReport {
 }
 
 impl CleanupReport {
+    /// Prints a step as it ends and keeps it.
+    fn record(&mut self, action: String, outcome: StepOutcome) {
+        let step = Step { action, outcome };
+        println!("{step}");
+        self.steps.push(step);
+    }
+
     /// The closing line.
     pub fn summary(&self) -> String {
         let count =
@@ -99,23 +110,26 @@ impl CleanupReport {
     }
 }
 
-/// Reads the cluster, plans, and (unless `dry_run`) executes the plan, printing one line per
-/// step to stdout as it goes (so the steps done before an error are visible too).
-pub async fn run(client: Client, dry_run: bool) -> Result<CleanupReport, Error> {
+/// Stops `product` first (if given; see [`stop`]), then reads the cluster, plans, and (unless
+/// `dry_run`) executes the plan, printing one line per step to stdout as it goes (so the steps
+/// done before an error are visible too).
+pub async fn run(
+    client: Client,
+    dry_run: bool,
+    product: Option<&ProductDeployment>,
+) -> Result<CleanupReport, Error> {
+    let mut report = CleanupReport { dry_run, steps: Vec::new() };
+    if let Some(product) = product {
+        let outcome = if dry_run { StepOutcome::WouldDo } else { product.stop(&client).await? };
+        report.record(product.action(), outcome);
+    }
     let plan = read_plan(&client).await?;
-    let actions = plan.describe();
-    let planned = actions.len();
-    let mut report = CleanupReport { dry_run, steps: Vec::with_capacity(actions.len()) };
-    let mut actions = actions.into_iter();
-    let mut record = |outcome: StepOutcome| {
-        let step = Step { action: actions.next().unwrap_or_default(), outcome };
-        println!("{step}");
-        report.steps.push(step);
-    };
+    let mut actions = plan.describe().into_iter();
     if dry_run {
-        (0..planned).for_each(|_| record(StepOutcome::WouldDo));
+        actions.for_each(|action| report.record(action, StepOutcome::WouldDo));
         return Ok(report);
     }
+    let mut record = |outcome: StepOutcome| report.record(actions.next().unwrap_or_default(), outcome);
     let CleanupPlan { surges_to_revert, pdbs_to_hand_over, pdbs_to_delete, eas_to_remove } = &plan;
     for surge in surges_to_revert {
         record(revert_surge(&client, surge).await?);

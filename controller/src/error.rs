@@ -17,6 +17,15 @@ pub enum Error {
         /// The API error (its message is in the display; not chained, so not printed twice).
         api_error: kube::Error,
     },
+    /// `cleanup --stop-deployment`: the product could not be stopped, so nothing was cleaned
+    /// up (a running replica would recreate it).
+    #[error("the product's deployment {deployment} did not stop ({why}); nothing cleaned up while it runs")]
+    ProductNotStopped {
+        /// `namespace/name`.
+        deployment: String,
+        /// Why.
+        why: String,
+    },
     /// A background task of the controller stopped unexpectedly.
     #[error("controller task {0} stopped unexpectedly")]
     TaskStopped(&'static str),
@@ -41,7 +50,7 @@ impl Error {
             Error::Kube(_) => "unreachable",
             Error::TimedOut(_) => "timeout",
             Error::TaskStopped(_) => "task_stopped",
-            Error::Step { .. } => "cleanup_step",
+            Error::Step { .. } | Error::ProductNotStopped { .. } => "cleanup_step",
         }
     }
 

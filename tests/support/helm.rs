@@ -108,7 +108,7 @@ impl Env {
 
     /// Runs the container of a hook Job locally, as kwok runs no container: its args with the
     /// product binary, as the ServiceAccount the Job names. Returns what it printed.
-    pub fn run_hook(&self, hook: &Value) -> String {
+    pub async fn run_hook(&self, hook: &Value) -> String {
         let pod = &hook["spec"]["template"]["spec"];
         assert_eq!(
             pod["serviceAccountName"], PRODUCT_ACCOUNT.1,
@@ -122,11 +122,12 @@ impl Env {
             .iter()
             .map(|a| a.as_str().expect("string args"))
             .collect();
-        let out = Command::new(&self.bin)
+        let out = tokio::process::Command::new(&self.bin)
             .args(&args)
             .env("KUBECONFIG", self.product_kubeconfig())
             .stdin(Stdio::null())
             .output()
+            .await
             .expect("run the hook's command");
         let printed =
             format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
