@@ -121,11 +121,7 @@ async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
     let node = one_protected_replica(&env).await;
     let history = env.record_deployment("demo", "web");
     let drain = env.spawn_kubectl(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]);
-    wait_for("the surge to 2", Duration::from_secs(30), || {
-        let surged = history.states().iter().any(|s| s.replicas == 2);
-        async move { surged.then_some(()) }
-    })
-    .await;
+    history.wait_seen("the surge to 2", Duration::from_secs(30), |s| s.replicas == 2).await;
     // From now on every change of replicas is refused, the revert included.
     env.expect_forbidden();
     forbid_scaling(&env).await;

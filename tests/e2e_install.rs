@@ -314,11 +314,7 @@ async fn basic_mode_surges_in_kube_system_and_creates_no_pdb() {
     let production = env.record_deployment("production", "web");
     // Cordoning the only node is a drain edge: blocked pods count as displaced at once.
     env.kubectl_ok(&["cordon", "node-1"]).await;
-    wait_for("kube-system/web surged", MINUTE, || {
-        let surged = kube_system.states().iter().any(|s| s.replicas > 2);
-        async move { surged.then_some(()) }
-    })
-    .await;
+    kube_system.wait_seen("kube-system/web surged", MINUTE, |s| s.replicas > 2).await;
     assert!(production.states().iter().all(|s| s.replicas == 2), "production is not actioned in basic mode");
     assert_eq!(env.protected_namespaces(None).await, Vec::<String>::new(), "basic mode creates no PDB");
 }
@@ -431,11 +427,7 @@ async fn uninstall_leaves_no_trace_and_every_user_pdb_as_it_was() {
     let user_pdb = env.object("policy", "v1", "poddisruptionbudgets", "team", "api-guard").expect("user PDB");
     let production = env.record_deployment("production", "web");
     env.kubectl_ok(&["cordon", "node-1"]).await;
-    wait_for("production/web surged", MINUTE, || {
-        let surged = production.states().iter().any(|s| s.replicas > 2);
-        async move { surged.then_some(()) }
-    })
-    .await;
+    production.wait_seen("production/web surged", MINUTE, |s| s.replicas > 2).await;
 
     drop(replica); // stop the product first, as the README says
     let out = std::process::Command::new(BIN)

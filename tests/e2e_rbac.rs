@@ -82,17 +82,9 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
     // The namespace leaves scope: the EvictionAutoScaler of a user PDB is removed.
     env.apply(&deployment("demo", "guarded", 1, &[])).await;
     env.apply(&pdb("demo", "guarded", "guarded", json!({"minAvailable": 1}))).await;
-    wait_for("the user PDB's EvictionAutoScaler", Duration::from_secs(60), || {
-        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "guarded");
-        async move { eas.map(|_| ()) }
-    })
-    .await;
+    wait_guarded_eas(&env, true, "the user PDB's EvictionAutoScaler").await;
     env.kubectl_ok(&["annotate", "namespace", "demo", "eviction-autoscaler.azure.com/enable=false"]).await;
-    wait_for("the EvictionAutoScaler removed", Duration::from_secs(60), || {
-        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "guarded");
-        async move { eas.is_none().then_some(()) }
-    })
-    .await;
+    wait_guarded_eas(&env, false, "the EvictionAutoScaler removed").await;
 
     // `cleanup` as the ServiceAccount (the Helm chart's pre-delete hook), the product stopped:
     // the namespace back in scope first, so there is something to clean up.
@@ -104,11 +96,7 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
         "--overwrite",
     ])
     .await;
-    wait_for("the user PDB's EvictionAutoScaler again", Duration::from_secs(60), || {
-        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "guarded");
-        async move { eas.map(|_| ()) }
-    })
-    .await;
+    wait_guarded_eas(&env, true, "the user PDB's EvictionAutoScaler again").await;
     env.product = None;
     let cleanup = std::process::Command::new(BIN)
         .arg("cleanup")
@@ -133,6 +121,15 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
 
 /// A permission taken away (the ClusterRole edited): the product says so — `Degraded` with the
 /// apiserver's words, an Event, its log — keeps serving, and does not retry in a loop.
+/// Waits until the EvictionAutoScaler of the user PDB demo/guarded exists (or is gone).
+async fn wait_guarded_eas(env: &Env, exists: bool, what: &str) {
+    wait_for(what, Duration::from_secs(60), || {
+        let eas = env.object("eviction-autoscaler.azure.com", "v1", "evictionautoscalers", "demo", "guarded");
+        async move { (eas.is_some() == exists).then_some(()) }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_permission_is_reported_without_a_crash_or_a_retry_loop() {
     let mut env = Env::start_real(BIN, ClusterShape::default()).await;

@@ -23,6 +23,16 @@ impl<T: Clone> Recorder<T> {
     pub fn states(&self) -> Vec<T> {
         self.states.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
+
+    /// Waits until some recorded state satisfies `seen` (e.g. a Deployment surged), failing
+    /// with `what` after `timeout`.
+    pub async fn wait_seen(&self, what: &str, timeout: Duration, seen: impl Fn(&T) -> bool) {
+        super::wait_for(what, timeout, || {
+            let found = self.states().iter().any(&seen);
+            async move { found.then_some(()) }
+        })
+        .await;
+    }
 }
 
 impl<T> Drop for Recorder<T> {
