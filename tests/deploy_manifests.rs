@@ -2,8 +2,11 @@
 //! real `kubectl kustomize`, passes `kubectl apply --dry-run=server` against kube-sim, and is
 //! wired the way the binary expects — its own parser reads each mode's ConfigMap, and the
 //! ports, names, certificate paths and security settings line up. The default install is
-//! applied for real with `kubectl apply -k deploy/`, re-applied unchanged and deleted.
+//! applied for real with `kubectl apply -k deploy/`, re-applied unchanged and deleted. The code
+//! paths its comments name exist.
 
+#[path = "deploy_manifests/code_references.rs"]
+mod code_references;
 #[path = "support/kubectl.rs"]
 mod kubectl;
 #[path = "deploy_manifests/wiring.rs"]
