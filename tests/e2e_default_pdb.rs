@@ -9,6 +9,8 @@ use std::time::Duration;
 use kube_sim::Gvr;
 use serde_json::{Value, json};
 use support::pdbs::{CRD, OWNED_BY, TARGET, ours};
+use support::recorder::{Added, Recorder};
+use support::stalled::Stall;
 use support::{ClusterShape, Env, namespace, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
@@ -281,17 +283,89 @@ async fn a_statefulset_gets_no_pdb_and_no_repeated_errors() {
     assert!(errors.is_empty(), "no errors or warnings logged:\n{}", errors.join("\n"));
 }
 
+/// Every event of the PDBs in `apps` from now on, as (type, name, uid): not only the first
+/// ADDED per name, so a PDB deleted and created again shows as two uids under one name.
+fn pdb_events(env: &Env) -> Recorder<(String, String, String)> {
+    env.watch(&support::pdbs::pdb_gvr(), "apps", None, |kind, o| {
+        let meta = &o["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        Some((kind.to_owned(), text(&meta["name"]), text(&meta["uid"])))
+    })
+}
+
+/// The apiserver stores a new Deployment only once every validating webhook has answered, and
+/// ours answers at once: the PDB made at its admission is stored before its Deployment. It is
+/// kept while the Deployment is on its way (another webhook holds the create 5 s), and goes
+/// once the admission grace is over when the Deployment is refused after all (another webhook
+/// fails it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pdb_made_at_admission_waits_for_its_deployment_and_goes_if_it_never_comes() {
+    let env = cluster_with_apps(&[]).await;
+    let events = pdb_events(&env);
+    let pdbs_added = env.record_added(&support::pdbs::pdb_gvr(), "apps");
+    let deployments_added = env.record_added(&Gvr::new("apps", "v1", "deployments"), "apps");
+    let hold =
+        |failure_policy, timeout_seconds| Stall { failure_policy, timeout_seconds, operation: "CREATE" };
+    let _late = env
+        .register_stalled_webhook("late", json!({"matchLabels": {"stored": "late"}}), hold("Ignore", 5))
+        .await;
+    let _never = env
+        .register_stalled_webhook("never", json!({"matchLabels": {"stored": "never"}}), hold("Fail", 2))
+        .await;
+    let labelled = |name: &str| {
+        let mut d: Value =
+            serde_json::from_str(&support::deployment("apps", name, 1, &[])).expect("a Deployment");
+        d["metadata"]["labels"] = json!({"stored": name});
+        d.to_string()
+    };
+    let uids_of = |name: &str| {
+        let mut uids: Vec<String> =
+            events.states().into_iter().filter(|(_, n, _)| n == name).map(|(_, _, uid)| uid).collect();
+        uids.dedup();
+        uids
+    };
+
+    env.apply(&labelled("late")).await;
+    let added = |recorder: &Recorder<Added>, name: &str| {
+        recorder.states().into_iter().find(|a| a.name == name).map(|a| a.resource_version)
+    };
+    let stored = wait_for("late and its PDB stored", Duration::from_secs(30), || {
+        let both = added(&pdbs_added, &ours("late")).zip(added(&deployments_added, "late"));
+        async move { both }
+    })
+    .await;
+    assert!(
+        stored.0 < stored.1,
+        "the PDB was stored before its Deployment (the case under test): {stored:?}"
+    );
+
+    let path = env.dir.path().join("never.json");
+    std::fs::write(&path, labelled("never")).expect("write the manifest");
+    let (created, out) = env.kubectl_combined(&["apply", "-f", &path.display().to_string()]).await;
+    assert!(!created && out.contains("never.stalled.test"), "refused by the failing webhook: {out}");
+    wait_for("the PDB of the refused Deployment deleted", Duration::from_secs(60), || {
+        let gone = uids_of(&ours("never")).len() == 1
+            && events.states().iter().any(|(kind, name, _)| kind == "DELETED" && *name == ours("never"));
+        async move { gone.then_some(()) }
+    })
+    .await;
+    // By now the late PDB is past its grace too (it was created first) and has been looked at
+    // again: one PDB all along, never deleted.
+    assert_eq!(uids_of(&ours("late")).len(), 1, "one late PDB: {:?}", events.states());
+    assert!(
+        !events.states().iter().any(|(kind, name, _)| kind == "DELETED" && *name == ours("late")),
+        "the late PDB was never deleted: {:?}",
+        events.states()
+    );
+    assert!(env.pdb_object("apps", &ours("late")).is_some(), "and is there");
+    assert_eq!(env.pdb_names("apps"), [ours("late")], "nothing else is left");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_deployments_in_one_apply_get_exactly_five_hundred_pdbs() {
     const COUNT: usize = 500;
     let env = cluster_shaped(ClusterShape { nodes: 3, pods_per_node: 200 }, &[]).await;
-    // Every event (not only the first ADDED per name): a PDB deleted and created again shows
-    // as two uids under one name.
-    let events = env.watch(&support::pdbs::pdb_gvr(), "apps", None, |kind, o| {
-        let meta = &o["metadata"];
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-        Some((kind.to_owned(), text(&meta["name"]), text(&meta["uid"])))
-    });
+    let events = pdb_events(&env);
     let manifest: Vec<String> = (0..COUNT)
         // One replica each: zero replicas would (rightly) get no PDB.
         .map(|i| support::deployment("apps", &format!("app-{i:03}"), 1, &[]))
@@ -331,8 +405,9 @@ async fn five_hundred_deployments_in_one_apply_get_exactly_five_hundred_pdbs() {
         let seen: Vec<_> = events.states().into_iter().filter(|(_, n, _)| n == name).collect();
         format!("{name}:\n  {}\n  events: {seen:?}", requests.join("\n  "))
     };
-    let histories: Vec<String> =
-        again.iter().copied().chain(recreated.iter().map(|(n, _)| n.as_str())).map(history).collect();
+    let suspects: std::collections::BTreeSet<&str> =
+        again.iter().copied().chain(recreated.iter().map(|(n, _)| n.as_str())).collect();
+    let histories: Vec<String> = suspects.into_iter().map(history).collect();
     assert!(
         again.is_empty() && recreated.is_empty(),
         "a PDB created twice or deleted and created again:\n{}",

@@ -36,11 +36,14 @@ pub struct Stall {
     pub failure_policy: &'static str,
     /// `timeoutSeconds`: how long the apiserver waits (1–30).
     pub timeout_seconds: u32,
+    /// The operation held: `UPDATE` (what a surge or a revert is) or `CREATE`.
+    pub operation: &'static str,
 }
 
 impl Stall {
-    /// Every write refused after the longest wait the apiserver allows.
-    pub const REFUSE_AFTER_30S: Stall = Stall { failure_policy: "Fail", timeout_seconds: 30 };
+    /// Every update refused after the longest wait the apiserver allows.
+    pub const REFUSE_AFTER_30S: Stall =
+        Stall { failure_policy: "Fail", timeout_seconds: 30, operation: "UPDATE" };
 }
 
 impl Drop for StalledWebhook {
@@ -50,9 +53,9 @@ impl Drop for StalledWebhook {
 }
 
 impl Env {
-    /// Registers a validating webhook `name` for Deployment UPDATEs (what a surge or a revert
-    /// is) of the Deployments labelled `selector`, with `stall`'s failure policy and timeout,
-    /// served by a server that never answers.
+    /// Registers a validating webhook `name` for `stall`'s operation on the Deployments
+    /// labelled `selector`, with its failure policy and timeout, served by a server that never
+    /// answers.
     pub async fn register_stalled_webhook(
         &self,
         name: &str,
@@ -95,7 +98,7 @@ impl Env {
             "webhooks": [{
                 "name": format!("{name}.stalled.test"),
                 "clientConfig": {"url": format!("https://{addr}/"), "caBundle": bundle},
-                "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": [stall.operation],
                            "resources": ["deployments", "deployments/scale"]}],
                 "objectSelector": selector,
                 "failurePolicy": stall.failure_policy,

@@ -57,4 +57,7 @@ pub use cleanup::{CleanupPlan, EasToRemove, SurgeCandidate, SurgeToRevert, Surge
 pub use desired::{Autoscaler, NoPdb, desired_min_available, desired_pdb, surge_baseline};
 pub use name::{NAME_SUFFIX, default_pdb_name};
 pub use ownership::{CRD_NAME, HandOverPdb, OwnedPdb, crd_owner_reference, is_ours};
-pub use plan::{DeploymentPlan, NamespaceView, affected_deployments, plan_deployment, plan_pdb};
+pub use plan::{
+    ADMISSION_GRACE, DeploymentPlan, NamespaceView, affected_deployments, plan_deployment, plan_pdb,
+    target_of, wait_for_target,
+};

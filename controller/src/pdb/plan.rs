@@ -12,6 +12,7 @@
 //! and nothing flaps.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
@@ -328,6 +329,42 @@ pub fn plan_pdb(pdb: &PodDisruptionBudget, deployments: &[Deployment]) -> Action
     } else {
         Action::Delete { pdb: owned, reason: DeleteReason::DeploymentDeleted }
     }
+}
+
+/// How long after its creation a default PDB is kept while its Deployment cannot be found:
+/// the admission path creates it as soon as our webhook has answered, but the apiserver
+/// stores the Deployment only once every other validating webhook has answered too (called
+/// in parallel, each for at most 30 s), or refuses it after all.
+pub const ADMISSION_GRACE: Duration = Duration::from_secs(35);
+
+/// The name of the Deployment an owned PDB is for: its `target` annotation, else its name
+/// less [`super::NAME_SUFFIX`].
+pub fn target_of(pdb: &PodDisruptionBudget) -> String {
+    let name = name_of(pdb);
+    match pdb.metadata.annotations.as_ref().and_then(|a| a.get(keys::TARGET)) {
+        Some(target) => target.clone(),
+        None => name.strip_suffix(super::NAME_SUFFIX).unwrap_or(name).to_owned(),
+    }
+}
+
+/// For an owned PDB whose Deployment is neither cached nor in the API ([`plan_pdb`] said
+/// delete): how long to wait before deleting it, `None` to delete it now. A Deployment seen
+/// deleted is gone for good; a PDB younger than [`ADMISSION_GRACE`] (by the apiserver's
+/// creation time against `now`, both wall clocks) may have been created at its Deployment's
+/// admission, and is looked at again once that old.
+pub fn wait_for_target(
+    pdb: &PodDisruptionBudget,
+    target_seen_deleted: bool,
+    now: jiff::Timestamp,
+) -> Option<Duration> {
+    if target_seen_deleted {
+        return None;
+    }
+    let created = pdb.metadata.creation_timestamp.as_ref()?.0;
+    let grace = jiff::SignedDuration::try_from(ADMISSION_GRACE).ok()?;
+    let left = grace.checked_sub(now.duration_since(created))?;
+    // A creation time ahead of this clock counts as new, for no longer than the grace.
+    Duration::try_from(left).ok().filter(|left| !left.is_zero()).map(|left| left.min(ADMISSION_GRACE))
 }
 
 /// Deployments to re-plan after `pdb` was added, changed or deleted: those whose pods it

@@ -442,6 +442,26 @@ fn pdb_watch_decisions() {
     assert!(affected_deployments(&pdb("db", &[("app", "db")]), &deployments).is_empty());
 }
 
+#[test]
+fn a_new_pdb_waits_for_its_unstored_deployment_and_an_old_or_seen_deleted_one_does_not() {
+    let now = jiff::Timestamp::from_second(1_700_000_000).expect("in range");
+    let created = |seconds_ago: i64| {
+        let mut object = our_pdb("web", 1, WEB);
+        let at = now - jiff::SignedDuration::from_secs(seconds_ago);
+        object.metadata.creation_timestamp = Some(Time(at));
+        object
+    };
+    let secs = Duration::from_secs;
+    assert_eq!(target_of(&created(0)), "web");
+    assert_eq!(wait_for_target(&created(0), false, now), Some(ADMISSION_GRACE), "just created");
+    assert_eq!(wait_for_target(&created(5), false, now), Some(secs(30)), "looked at again at 35 s old");
+    assert_eq!(wait_for_target(&created(35), false, now), None, "the grace is over");
+    assert_eq!(wait_for_target(&created(3600), false, now), None, "an old PDB");
+    assert_eq!(wait_for_target(&created(-60), false, now), Some(ADMISSION_GRACE), "a clock behind");
+    assert_eq!(wait_for_target(&created(0), true, now), None, "its Deployment was seen deleted");
+    assert_eq!(wait_for_target(&our_pdb("web", 1, WEB), false, now), None, "no creation time");
+}
+
 /// Applies `action` to the namespace's PDBs as the API server would.
 fn apply(action: &Action, pdbs: &mut Vec<PodDisruptionBudget>) {
     let position = |pdbs: &[PodDisruptionBudget], name: &str| pdbs.iter().position(|p| name_of(p) == name);

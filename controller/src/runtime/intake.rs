@@ -166,6 +166,7 @@ pub fn on_deployment(ctx: &Arc<Context>, event: &Event<CachedDeployment>) {
         && let Some(key) = d.key()
     {
         ctx.forget(&key);
+        ctx.default_pdbs.deployment_deleted(&key);
     }
     schedule(ctx, affected::by_deployment(event, &ctx.caches));
 }

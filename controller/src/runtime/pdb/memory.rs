@@ -1,5 +1,6 @@
 //! What the default-PDB reconciler remembers: the owner's UID, user PDBs seen at admission
-//! but not yet stored, and per Deployment its last skip reason and its recent creates.
+//! but not yet stored, Deployments just deleted, and per Deployment its last skip reason and
+//! its recent creates.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -9,7 +10,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::pdb::OwnedPdb;
+use crate::pdb::{ADMISSION_GRACE, OwnedPdb};
 
 use crate::runtime::queue::Key;
 use crate::runtime::{MAX_BACKOFF, lock};
@@ -77,6 +78,10 @@ pub struct PdbMemory {
     /// apiserver stores the object, so for [`ADMITTED_PDB_TTL`] they are planned with as if
     /// stored, and a default PDB retired for one is not re-created before it lands.
     admitted: Mutex<Vec<(PodDisruptionBudget, Instant)>>,
+    /// Deployments whose deletion the watch brought, with when: their PDB goes at once, not
+    /// after [`ADMISSION_GRACE`] (only PDBs younger than that ask, so that is how long a
+    /// record lasts).
+    deleted: Mutex<HashMap<Key, Instant>>,
     deployments: Mutex<HashMap<Key, Entry>>,
 }
 
@@ -166,9 +171,23 @@ impl PdbMemory {
             Some((pdb.resource_version().map(str::to_owned), patch));
     }
 
-    /// Forgets a deleted Deployment.
+    /// Forgets a Deployment that is not (or no longer) cached.
     pub fn forget(&self, key: &Key) {
         lock(&self.deployments).remove(key);
+    }
+
+    /// The watch brought Deployment `key`'s deletion (not merely its absence from the cache:
+    /// a Deployment not stored yet is absent too).
+    pub fn deployment_deleted(&self, key: &Key) {
+        let now = Instant::now();
+        let mut deleted = lock(&self.deleted);
+        deleted.retain(|_, at| now < *at + ADMISSION_GRACE);
+        deleted.insert(key.clone(), now);
+    }
+
+    /// Whether the watch brought Deployment `key`'s deletion a moment ago.
+    pub fn was_deleted(&self, key: &Key) -> bool {
+        lock(&self.deleted).get(key).is_some_and(|at| Instant::now() < *at + ADMISSION_GRACE)
     }
 }
 
@@ -211,6 +230,21 @@ mod tests {
         let newer = OwnedPdb::for_test("ns", "web-eviction-autoscaler", "uid", "8");
         assert!(!memory.already_patched(&key, &newer, &patch), "planned from a newer version");
         assert_eq!(lock(&memory.deployments).len(), 0, "and the record is dropped");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deleted_deployment_is_remembered_for_the_admission_grace() {
+        let memory = PdbMemory::default();
+        let (web, api) = (("ns".to_owned(), "web".to_owned()), ("ns".to_owned(), "api".to_owned()));
+        memory.forget(&api);
+        assert!(!memory.was_deleted(&api), "absent from the cache is not deleted");
+        memory.deployment_deleted(&web);
+        assert!(memory.was_deleted(&web));
+        assert!(!memory.was_deleted(&api), "only the one deleted");
+        tokio::time::advance(ADMISSION_GRACE).await;
+        assert!(!memory.was_deleted(&web), "no longer than the grace");
+        memory.deployment_deleted(&api);
+        assert_eq!(lock(&memory.deleted).len(), 1, "and expired records are dropped");
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod memory;
 
 pub use memory::PdbMemory;
 
-use eviction_autoscaler_shared::keys;
+use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -174,12 +174,21 @@ pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(
     let deployments =
         if pdb::OwnedPdb::of(pdb).is_some() { ctx.caches.siblings_in(&namespace) } else { Vec::new() };
     let mut action = pdb::plan_pdb(pdb, &deployments);
-    if matches!(action, Action::Delete { reason: pdb::DeleteReason::DeploymentDeleted, .. })
-        && target_deployment_exists(ctx, pdb, &namespace).await?
-    {
-        // The admission path creates a PDB before its Deployment reaches our cache; "no
-        // Deployment" from the cache alone would delete a PDB that is just new.
-        action = Action::Nothing;
+    if matches!(action, Action::Delete { reason: pdb::DeleteReason::DeploymentDeleted, .. }) {
+        let target = (namespace.clone(), pdb::target_of(pdb));
+        if target_deployment_exists(ctx, &target).await? {
+            // The admission path creates a PDB before its Deployment reaches our cache; "no
+            // Deployment" from the cache alone would delete a PDB that is just new.
+            action = Action::Nothing;
+        } else if let Some(wait) =
+            pdb::wait_for_target(pdb, ctx.default_pdbs.was_deleted(&target), Timestamp::now())
+        {
+            // ... or before the apiserver has even stored it.
+            debug!(?wait, deployment = %target.1, "the Deployment of a new default PDB is not stored yet");
+            let key = (namespace.clone(), pdb.metadata.name.clone().unwrap_or_default());
+            ctx.queues.pdbs.schedule(key, Instant::now() + wait);
+            action = Action::Nothing;
+        }
     }
     if perform(&ctx.client, &action).await? == Performed::Done {
         count(ctx, &action);
@@ -197,17 +206,10 @@ pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(
     Ok(())
 }
 
-/// Whether the Deployment an owned PDB is for exists, read from the API (not the cache).
-async fn target_deployment_exists(
-    ctx: &Context,
-    pdb: &PodDisruptionBudget,
-    namespace: &str,
-) -> Result<bool, kube::Error> {
-    let name = pdb.metadata.name.as_deref().unwrap_or_default();
-    let target = pdb.metadata.annotations.as_ref().and_then(|a| a.get(keys::TARGET)).cloned();
-    let target = target.unwrap_or_else(|| name.strip_suffix(pdb::NAME_SUFFIX).unwrap_or(name).to_owned());
+/// Whether Deployment `target` exists, read from the API (not the cache).
+async fn target_deployment_exists(ctx: &Context, (namespace, name): &Key) -> Result<bool, kube::Error> {
     let deployments: Api<Deployment> = Api::namespaced(ctx.client.clone(), namespace);
-    Ok(deployments.get_opt(&target).await?.is_some_and(|d| d.metadata.deletion_timestamp.is_none()))
+    Ok(deployments.get_opt(name).await?.is_some_and(|d| d.metadata.deletion_timestamp.is_none()))
 }
 
 /// Deployment CREATE admission (any replica): create its PDB before its pods exist.
