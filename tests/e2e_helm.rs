@@ -163,7 +163,7 @@ fn every_mode_renders_what_its_kustomization_renders_with_both_helm_versions() {
     for mode in MODES {
         let expected = comparable(&kustomize(mode.overlay));
         for helm in Helm::ALL {
-            let rendered = helm.template(home.path(), mode.sets).expect("helm template");
+            let rendered = helm.template(home.path(), NS, mode.sets).expect("helm template");
             let actual = comparable(&rendered);
             assert_eq!(
                 actual.keys().collect::<Vec<_>>(),
@@ -198,6 +198,62 @@ fn every_mode_renders_what_its_kustomization_renders_with_both_helm_versions() {
     }
 }
 
+/// Kinds without a namespace.
+const CLUSTER_SCOPED: [&str; 5] = [
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+#[test]
+fn a_release_in_another_namespace_names_that_namespace_everywhere() {
+    let home = tempfile::tempdir().expect("temp dir");
+    // Where the default install names its namespace: bindings' subjects, the webhook's Service,
+    // the hook's argument, DNS names, cert-manager's CA injection, the webhook's own namespace
+    // left out, the ServiceMonitor, the alerts' PromQL and runbooks.
+    let spellings = |ns: &str| {
+        [
+            format!(r#""namespace":"{ns}""#),
+            format!("={ns}/eviction-autoscaler"),
+            format!(".{ns}.svc"),
+            format!(r#""{ns}/eviction-autoscaler-serving""#),
+            format!(r#""values":["{ns}"]"#),
+            format!(r#""matchNames":["{ns}"]"#),
+            format!(r#"namespace=\"{ns}\""#),
+            format!("-n {ns} "),
+            format!("-n {ns}."),
+        ]
+    };
+    let count = |objects: &[Value], pattern: &str| {
+        serde_json::to_string(objects).expect("JSON").matches(pattern).count()
+    };
+    for helm in Helm::ALL {
+        let (mut default, mut ops) = (vec![], vec![]);
+        for sets in [MONITORING.sets, CERT_MANAGER.sets] {
+            default.extend(helm.template(home.path(), NS, sets).expect("helm template"));
+            ops.extend(helm.template(home.path(), "ops", sets).expect("helm template -n ops"));
+        }
+        for object in &ops {
+            let kind = object["kind"].as_str().unwrap_or_default();
+            if !CLUSTER_SCOPED.contains(&kind) {
+                assert_eq!(
+                    object["metadata"]["namespace"], "ops",
+                    "{helm:?}: {kind} {}",
+                    object["metadata"]["name"]
+                );
+            }
+        }
+        for (spelled, moved) in spellings(NS).iter().zip(spellings("ops")) {
+            let times = count(&default, spelled);
+            assert!(times > 0, "{helm:?}: the default install spells its namespace {spelled}");
+            assert_eq!(count(&ops, spelled), 0, "{helm:?}: {spelled} left in a release in ops");
+            assert_eq!(count(&ops, &moved), times, "{helm:?}: {moved} wherever the default has {spelled}");
+        }
+    }
+}
+
 #[test]
 fn bad_values_and_the_kube_system_namespace_are_refused_naming_the_problem() {
     let home = tempfile::tempdir().expect("temp dir");
@@ -210,7 +266,7 @@ fn bad_values_and_the_kube_system_namespace_are_refused_naming_the_problem() {
             ("certificates.mode=vault", "/certificates/mode"),
             ("controllerConfig.pdb.craete=true", "craete"),
         ] {
-            let refused = helm.template(home.path(), &[set]).expect_err(set);
+            let refused = helm.template(home.path(), NS, &[set]).expect_err(set);
             assert!(refused.contains(named), "{helm:?} --set {set}: names {named}: {refused}");
         }
         let refused = helm
@@ -247,12 +303,7 @@ async fn every_rendered_mode_passes_a_server_side_dry_run() {
     let home = tempfile::tempdir().expect("temp dir");
     for mode in MODES {
         for helm in Helm::ALL {
-            let chart = repo_path(CHART);
-            let mut args = vec!["template", RELEASE, &chart, "--namespace", NS];
-            for set in mode.sets {
-                args.extend(["--set", set]);
-            }
-            let yaml = helm.run(home.path(), &args).expect("helm template");
+            let yaml = helm.render(home.path(), NS, mode.sets).expect("helm template");
             let path = env.dir.path().join("rendered.yaml");
             std::fs::write(&path, &yaml).expect("write the rendering");
             let (ok, out) = env
@@ -353,8 +404,38 @@ async fn selected_namespaces_then_an_upgrade_without_a_restart_then_an_uninstall
     let (env, replica, release) = helm_mode(&SELECTED_NAMESPACES).await;
     env.seed_mode_namespaces().await;
     assert_eq!(env.protected_namespaces(Some("production")).await, ["kube-system", "production"]);
-    let eas = env.kubectl_ok(&["get", "evictionautoscalers", "-A", "-o", "name"]).await;
-    assert_eq!(eas.lines().count(), 2, "one EvictionAutoScaler per default PDB: {eas}");
+    // The seed's verification commands, as NOTES prints them: the default PDBs (`ownedBy` in
+    // the last column), then one EvictionAutoScaler each (NAMESPACE and NAME first).
+    let expected = [("kube-system", "web-eviction-autoscaler"), ("production", "web-eviction-autoscaler")];
+    let notes_command = |start: &str| {
+        let line = release.output.lines().map(str::trim).find(|l| l.starts_with(start));
+        line.unwrap_or_else(|| panic!("NOTES prints {start}: {}", release.output)).to_owned()
+    };
+    let (listed, pdbs) = env.sh(&notes_command("kubectl get pdb -A")).await;
+    let mut owned: Vec<(&str, &str)> = pdbs
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|columns| columns.last() == Some(&"EvictionAutoScaler"))
+        .map(|columns| (columns[1], columns[0]))
+        .collect();
+    owned.sort();
+    assert!(listed && owned == expected, "the default PDBs listed:\n{pdbs}");
+    let eas_command = notes_command("kubectl get evictionautoscalers -A");
+    wait_for("an EvictionAutoScaler per default PDB, listed", MINUTE, || async {
+        let (listed, text) = env.sh(&eas_command).await;
+        let mut rows: Vec<(String, String)> = text
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let mut columns = l.split_whitespace().map(str::to_owned);
+                Some((columns.next()?, columns.next()?))
+            })
+            .collect();
+        rows.sort();
+        let wanted = expected.map(|(ns, name)| (ns.to_owned(), name.to_owned()));
+        (listed && rows == wanted).then_some(())
+    })
+    .await;
 
     // The seed's setting change, as an upgrade: the ConfigMap changes, the process re-reads it.
     let pid = replica.child.id();
@@ -381,11 +462,7 @@ async fn selected_namespaces_then_an_upgrade_without_a_restart_then_an_uninstall
     env.wait_ready("production", "web", 2).await;
     let production = env.record_deployment("production", "web");
     env.kubectl_ok(&["cordon", "node-1"]).await;
-    wait_for("production/web surged", MINUTE, || {
-        let surged = production.states().iter().any(|s| s.replicas > 2);
-        async move { surged.then_some(()) }
-    })
-    .await;
+    production.wait_seen("production/web surged", MINUTE, |s| s.replicas > 2).await;
     env.kubectl_ok(&["uncordon", "node-1"]).await;
 
     // helm uninstall: its pre-delete hook's command runs here (kwok runs no container; the

@@ -54,14 +54,19 @@ impl Helm {
         }
     }
 
-    /// `helm template` of the chart in the product's namespace with `--set` values.
-    pub fn template(self, home: &Path, sets: &[&str]) -> Result<Vec<Value>, String> {
+    /// `helm template` of the chart in `namespace` with `--set` values: the YAML it prints.
+    pub fn render(self, home: &Path, namespace: &str, sets: &[&str]) -> Result<String, String> {
         let chart = repo_path(CHART);
-        let mut args = vec!["template", RELEASE, &chart, "--namespace", PRODUCT_ACCOUNT.0];
+        let mut args = vec!["template", RELEASE, &chart, "--namespace", namespace];
         for set in sets {
             args.extend(["--set", set]);
         }
-        self.run(home, &args).map(|yaml| documents(&yaml))
+        self.run(home, &args)
+    }
+
+    /// [`Helm::render`]'s objects.
+    pub fn template(self, home: &Path, namespace: &str, sets: &[&str]) -> Result<Vec<Value>, String> {
+        self.render(home, namespace, sets).map(|yaml| documents(&yaml))
     }
 }
 
