@@ -387,8 +387,8 @@ async fn basic_mode_installs_with_helm_and_refuses_a_bad_value_first() {
         ])
         .await;
     assert_eq!(pods.lines().count(), 2, "two replicas scheduled: {pods}");
-    assert_eq!(deployment_reviews(&replica).await, 4.0, "each new Deployment reviewed over verified TLS");
     assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed");
+    assert_eq!(deployment_reviews(&replica).await, 4.0, "each new Deployment reviewed over verified TLS");
     assert_eq!(env.protected_namespaces(None).await, Vec::<String>::new(), "basic mode creates no PDB");
     env.apply(&pdb("kube-system", "guard", "web", json!({"minAvailable": 2}))).await;
     wait_for("the kube-system budget's EvictionAutoScaler", MINUTE, || {
@@ -557,6 +557,7 @@ async fn cert_manager_mode_serves_the_certificate_cert_manager_issues() {
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     let replica = start(&env, &release, &files).await;
     env.apply(&deployment("default", "web", 1, &[])).await;
-    assert_eq!(deployment_reviews(&replica).await, 1.0, "reviewed over cert-manager's certificate");
+    // The failed calls first: they say why a review is missing.
     assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed");
+    assert_eq!(deployment_reviews(&replica).await, 1.0, "reviewed over cert-manager's certificate");
 }
