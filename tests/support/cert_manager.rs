@@ -6,12 +6,13 @@
 //! Secret into the pod is [`Env::project_secret`].
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use base64::Engine as _;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use serde_json::{Value, json};
 
-use super::Env;
+use super::{Env, wait_for};
 
 /// The CA of the `…-ca` Issuer: one per test, so a renewal keeps the `caBundle`.
 pub struct CertManager {
@@ -114,6 +115,21 @@ fn uuid_like() -> String {
 }
 
 impl Env {
+    /// Waits until CRD `name` is Established (served). Polled: `kubectl wait` fails outright
+    /// on a CRD whose status has no conditions yet.
+    pub async fn wait_established(&self, name: &str) {
+        wait_for(&format!("CRD {name} established"), Duration::from_secs(60), || {
+            let crd = self.object("apiextensions.k8s.io", "v1", "customresourcedefinitions", "", name);
+            let established = crd.is_some_and(|crd| {
+                crd["status"]["conditions"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Established" && c["status"] == "True"))
+            });
+            async move { established.then_some(()) }
+        })
+        .await;
+    }
+
     /// Applies CRDs of other projects, copied from their Go modules by `tests/cluster/build.sh`
     /// (`target/cluster/<KUBE_VERSION>/crds/`), and waits until each is served. Server-side:
     /// cert-manager's Issuer CRD is too large for client-side apply's annotation.
@@ -129,7 +145,7 @@ impl Env {
                 .unwrap_or_else(|| panic!("{} names its CRD", path.display()))
                 .to_owned();
             self.kubectl_ok(&["apply", "--server-side", "-f", &path.display().to_string()]).await;
-            self.kubectl_ok(&["wait", "--for=condition=established", &format!("crd/{name}")]).await;
+            self.wait_established(&name).await;
         }
     }
 }

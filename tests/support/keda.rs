@@ -19,7 +19,7 @@ impl Env {
     pub async fn install_keda(&self, namespace: &str) -> Option<Recorder<()>> {
         self.apply(KEDA_CRD).await;
         let Cluster::Real(_) = self.cluster else { return None };
-        self.kubectl_ok(&["wait", "--for=condition=established", "crd/scaledobjects.keda.sh"]).await;
+        self.wait_established("scaledobjects.keda.sh").await;
         let kubectl = self.kubectl_runner();
         let gvr = kube_sim::Gvr::new("keda.sh", "v1alpha1", "scaledobjects");
         Some(self.watch(&gvr, namespace, None, move |kind, scaled_object| {
