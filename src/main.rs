@@ -5,6 +5,7 @@ use std::{net::IpAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use eviction_autoscaler_controller::cleanup::{OwnObject, ProductDeployment};
 use eviction_autoscaler_shared::config::{Config, LogFormat, SettingsArgs};
 
 mod reload;
@@ -43,9 +44,14 @@ struct CleanupArgs {
     #[arg(long)]
     dry_run: bool,
     /// First scale the product's own Deployment (NAMESPACE/NAME) to 0 and wait until its pods
-    /// are gone (at most 2 minutes), so no running replica undoes the cleanup.
+    /// are gone (at most 2 minutes), so no running replica undoes the cleanup; last, remove
+    /// what it made for itself there: its Lease and its self-managed certificate Secret.
     #[arg(long, value_name = "NAMESPACE/NAME")]
-    stop_deployment: Option<eviction_autoscaler_controller::cleanup::ProductDeployment>,
+    stop_deployment: Option<ProductDeployment>,
+    /// The product's settings, as `run` takes them (only their Lease and Secret names and
+    /// namespaces are read, with --stop-deployment; its namespace stands in for the pod's).
+    #[command(flatten)]
+    settings: SettingsArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -84,7 +90,9 @@ fn main() -> ExitCode {
                 })
                 .map_err(Into::into)
         }
-        Command::Cleanup(CleanupArgs { dry_run, stop_deployment }) => cleanup(dry_run, stop_deployment),
+        Command::Cleanup(CleanupArgs { dry_run, stop_deployment, settings }) => {
+            cleanup(dry_run, stop_deployment, settings)
+        }
         Command::Version => {
             println!("eviction-autoscaler {}", env!("CARGO_PKG_VERSION"));
             Ok(())
@@ -102,12 +110,22 @@ fn main() -> ExitCode {
 /// `cleanup`: the controller crate prints one line per step; the summary closes the output.
 fn cleanup(
     dry_run: bool,
-    product: Option<eviction_autoscaler_controller::cleanup::ProductDeployment>,
+    product: Option<ProductDeployment>,
+    mut settings: SettingsArgs,
 ) -> anyhow::Result<()> {
+    let own = match &product {
+        Some(product) => {
+            // Run by hand, the product's namespace is where its pods ran.
+            settings.pod_namespace.get_or_insert_with(|| product.namespace.clone());
+            OwnObject::all(&load_config(&settings)?.0, &product.namespace)
+        }
+        None => Vec::new(),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let client = kube_client().await?;
-        let report = eviction_autoscaler_controller::cleanup::run(client, dry_run, product.as_ref()).await?;
+        let product = product.as_ref().map(|product| (product, own.as_slice()));
+        let report = eviction_autoscaler_controller::cleanup::run(client, dry_run, product).await?;
         println!("{}", report.summary());
         Ok(())
     })

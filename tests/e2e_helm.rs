@@ -187,8 +187,18 @@ fn every_mode_renders_what_its_kustomization_renders_with_both_helm_versions() {
             let (container, main) = (&pod["containers"][0], &product["containers"][0]);
             assert_eq!(
                 container["args"],
-                json!(["cleanup", format!("--stop-deployment={NS}/eviction-autoscaler")])
+                json!([
+                    "cleanup",
+                    format!("--stop-deployment={NS}/eviction-autoscaler"),
+                    main["args"][1], // the product's --config, the ConfigMap mounted alike
+                ])
             );
+            // The product's settings, for the names of its Lease and Secret.
+            let settings: Vec<&Value> =
+                main["env"].as_array().expect("env").iter().filter(|e| e["name"] != "POD_NAME").collect();
+            assert_eq!(container["env"].as_array().map(|e| e.iter().collect::<Vec<_>>()), Some(settings));
+            assert_eq!(container["volumeMounts"][0], main["volumeMounts"][0], "the ConfigMap mounted");
+            assert_eq!(pod["volumes"][0], product["volumes"][0]);
             assert_eq!(container["image"], main["image"]);
             assert_eq!(
                 container["securityContext"], main["securityContext"],
@@ -485,6 +495,10 @@ async fn selected_namespaces_then_an_upgrade_without_a_restart_then_an_uninstall
         "the product stopped first: {printed}"
     );
     assert!(done("revert surge: Deployment production/web"), "the held surge reverted: {printed}");
+    for own in [format!("remove lease {NS}/eviction-autoscaler"), format!("remove secret {NS}/{TLS_SECRET}")]
+    {
+        assert!(printed.lines().any(|l| l.starts_with(&own) && l.ends_with(": done")), "{own}: {printed}");
+    }
     env.helm(&["uninstall", RELEASE, "--namespace", NS, "--wait"]).expect("helm uninstall");
 
     wait_for("the CRD gone and every owned PDB with it", MINUTE, || {
@@ -512,21 +526,19 @@ async fn selected_namespaces_then_an_upgrade_without_a_restart_then_an_uninstall
         let (found, out) = env.kubectl_combined(&["get", kind, name]).await;
         assert!(!found, "{kind}/{name} deleted: {out}");
     }
-    // What the running product made in its namespace stays with it (chart README, uninstall):
-    // its certificate Secret and its Lease. Nothing of the release.
+    // Nothing of the release in its namespace, nor what the product made there for itself (its
+    // Lease and certificate Secret: the hook removed them): only what Kubernetes puts in every
+    // namespace.
     let kinds = "all,configmaps,secrets,serviceaccounts,roles,rolebindings,poddisruptionbudgets,leases,jobs";
-    let left = wait_for("the release's objects gone", MINUTE, || async {
+    wait_for("the release's objects gone", MINUTE, || async {
         let listed = env.kubectl_ok(&["get", kinds, "-n", NS, "-o", "name"]).await;
-        let mut left: Vec<String> = listed
+        let left: Vec<&str> = listed
             .lines()
             .filter(|l| !["configmap/kube-root-ca.crt", "serviceaccount/default"].contains(l))
-            .map(str::to_owned)
             .collect();
-        left.sort();
-        (left.len() <= 2).then_some(left)
+        left.is_empty().then_some(())
     })
     .await;
-    assert_eq!(left, ["lease.coordination.k8s.io/eviction-autoscaler", "secret/eviction-autoscaler-tls"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -284,6 +284,23 @@ async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
     let reviews = metric_sum(&metrics, REQUESTS, &["path=\"/validate-deployment\""]);
     assert_eq!(reviews, f64::from(creates), "every Deployment create was reviewed");
     assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed during rotations");
+    // `cleanup --stop-deployment` as the ServiceAccount with the product's settings (what the
+    // Helm chart's uninstall hook runs): the Secret the product made goes too.
+    drop(replica);
+    let cleanup = std::process::Command::new(BIN)
+        .args(["cleanup", &format!("--stop-deployment={NS}/eviction-autoscaler")])
+        .args(&template.args)
+        .envs(template.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env("KUBECONFIG", env.product_kubeconfig())
+        .output()
+        .expect("cleanup runs");
+    let printed = String::from_utf8_lossy(&cleanup.stdout);
+    assert!(cleanup.status.success(), "cleanup: {printed}{}", String::from_utf8_lossy(&cleanup.stderr));
+    assert!(
+        printed.contains(&format!("remove secret {NS}/{TLS_SECRET} (self-managed certificate): done")),
+        "{printed}"
+    );
+    assert!(env.object("", "v1", "secrets", NS, TLS_SECRET).is_none(), "the Secret is gone");
     // The certificate permissions the component grants were all needed (rotation = update).
     let grants = grants("deploy/components/self-managed-certs/rbac.yaml");
     let unused: Vec<String> = unused(&grants, &env.requests()).iter().map(ToString::to_string).collect();

@@ -98,8 +98,10 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
     .await;
     wait_guarded_eas(&env, true, "the user PDB's EvictionAutoScaler again").await;
     env.product = None;
+    // With --stop-deployment (no Deployment here: the product ran as a local process), the
+    // stopped product's Lease goes too.
     let cleanup = std::process::Command::new(BIN)
-        .arg("cleanup")
+        .args(["cleanup", "--stop-deployment=eviction-autoscaler/eviction-autoscaler"])
         .env("KUBECONFIG", env.product_kubeconfig())
         .output()
         .expect("cleanup runs");
@@ -107,6 +109,11 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
         cleanup.status.success(),
         "cleanup as the ServiceAccount: {}",
         String::from_utf8_lossy(&cleanup.stderr)
+    );
+    let printed = String::from_utf8_lossy(&cleanup.stdout);
+    assert!(
+        printed.contains("remove lease eviction-autoscaler/eviction-autoscaler (leader election): done"),
+        "{printed}"
     );
     let left = env.kubectl_ok(&["get", "evictionautoscalers", "-A", "-o", "name"]).await;
     assert_eq!(left.trim(), "", "cleanup removed every EvictionAutoScaler");

@@ -1,6 +1,7 @@
 //! `eviction-autoscaler cleanup [--dry-run] [--stop-deployment NS/NAME]` (before uninstall):
 //! stops the product if asked ([`stop`]), then executes [`plan_cleanup`] against the cluster,
-//! in the plan's order (surges, hand-overs, PDB deletes, EvictionAutoScaler objects). See
+//! in the plan's order (surges, hand-overs, PDB deletes, EvictionAutoScaler objects), and,
+//! the product stopped, removes what it made for itself ([`OwnObject`]). See
 //! [`crate::pdb::cleanup`] for what is planned.
 //!
 //! Every write is guarded (resourceVersion / UID / JSON-patch `test`) and re-checked from a
@@ -32,7 +33,7 @@ use crate::runtime::surge::write_patch;
 use crate::surge::Write;
 use crate::surge::scaler::Scaler;
 use crate::surge::state::{SurgeState, clear_edits};
-pub use stop::ProductDeployment;
+pub use stop::{OwnObject, ProductDeployment};
 
 /// Fresh reads and writes per step before a step that keeps conflicting is left for the next
 /// run (someone else keeps changing the object).
@@ -111,20 +112,21 @@ impl CleanupReport {
 }
 
 /// Stops `product` first (if given; see [`stop`]), then reads the cluster, plans, and (unless
-/// `dry_run`) executes the plan, printing one line per step to stdout as it goes (so the steps
-/// done before an error are visible too).
+/// `dry_run`) executes the plan, then removes the stopped product's [`OwnObject`]s, printing
+/// one line per step to stdout as it goes (so the steps done before an error are visible too).
 pub async fn run(
     client: Client,
     dry_run: bool,
-    product: Option<&ProductDeployment>,
+    product: Option<(&ProductDeployment, &[OwnObject])>,
 ) -> Result<CleanupReport, Error> {
     let mut report = CleanupReport { dry_run, steps: Vec::new() };
-    if let Some(product) = product {
-        let outcome = if dry_run { StepOutcome::WouldDo } else { product.stop(&client).await? };
-        report.record(product.action(), outcome);
+    if let Some((deployment, _)) = product {
+        let outcome = if dry_run { StepOutcome::WouldDo } else { deployment.stop(&client).await? };
+        report.record(deployment.action(), outcome);
     }
+    let own = product.map_or(&[][..], |(_, own)| own);
     let plan = read_plan(&client).await?;
-    let mut actions = plan.describe().into_iter();
+    let mut actions = plan.describe().into_iter().chain(own.iter().map(OwnObject::action));
     if dry_run {
         actions.for_each(|action| report.record(action, StepOutcome::WouldDo));
         return Ok(report);
@@ -142,6 +144,9 @@ pub async fn run(
     }
     for eas in eas_to_remove {
         record(remove_eas(&client, eas).await?);
+    }
+    for object in own {
+        record(object.remove(&client).await?);
     }
     Ok(report)
 }

@@ -35,6 +35,10 @@ pub const KEDA_SCALED_OBJECT_LABEL: &str = "scaledobject.keda.sh/name";
 /// Pod annotation the ReplicaSet controller reads to choose which pods to remove first.
 pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
+/// Label on the self-managed certificate Secret the product creates: only a Secret carrying it
+/// is ever replaced, or removed by `cleanup`.
+pub const SECRET_OWNER_LABEL: (&str, &str) = ("app.kubernetes.io/name", "eviction-autoscaler");
+
 /// Node taints that mark a node as draining by default (besides `spec.unschedulable`).
 pub const DEFAULT_DRAIN_TAINTS: [&str; 3] =
     ["node.kubernetes.io/unschedulable", "karpenter.sh/disrupted", "ToBeDeletedByClusterAutoscaler"];

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+use super::install::PodTemplate;
 use super::{Env, PRODUCT_ACCOUNT, repo_path};
 
 /// The chart, from the repository root.
@@ -111,8 +112,9 @@ impl Env {
         Ok(Release { objects: documents(&get("manifest")?), hooks: documents(&get("hooks")?), output })
     }
 
-    /// Runs the container of a hook Job locally, as kwok runs no container: its args with the
-    /// product binary, as the ServiceAccount the Job names. Returns what it printed.
+    /// Runs the container of a hook Job locally, as kwok runs no container: its args and env
+    /// with the product binary (the ConfigMap projected as for the product), as the
+    /// ServiceAccount the Job names. Returns what it printed.
     pub async fn run_hook(&self, hook: &Value) -> String {
         let pod = &hook["spec"]["template"]["spec"];
         assert_eq!(
@@ -121,14 +123,10 @@ impl Env {
         );
         let containers = pod["containers"].as_array().expect("the hook's containers");
         assert_eq!(containers.len(), 1, "one container");
-        let args: Vec<&str> = containers[0]["args"]
-            .as_array()
-            .expect("the hook's args")
-            .iter()
-            .map(|a| a.as_str().expect("string args"))
-            .collect();
+        let PodTemplate { args, env } = self.container_template(&containers[0]);
         let out = tokio::process::Command::new(&self.bin)
             .args(&args)
+            .envs(env)
             .env("KUBECONFIG", self.product_kubeconfig())
             .stdin(Stdio::null())
             .output()

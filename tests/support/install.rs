@@ -26,10 +26,11 @@ pub fn user_part(pdb: &Value) -> Value {
     json!([m["uid"], m["labels"], m["annotations"], m["ownerReferences"], m["finalizers"], pdb["spec"]])
 }
 
-/// The container of the installed Deployment, ready to be run locally.
+/// A container of the installed objects (the product's, or a hook's), ready to be run locally.
 #[derive(Clone, Debug)]
 pub struct PodTemplate {
-    /// Arguments after `run`, with `--config` pointing at the projected file.
+    /// Arguments (after `run`, for the product's), with `--config` pointing at the projected
+    /// file.
     pub args: Vec<String>,
     /// Environment, `valueFrom` resolved as the kubelet would for a pod named `POD`.
     pub env: Vec<(String, String)>,
@@ -71,15 +72,21 @@ impl Env {
             .iter()
             .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == DEPLOYMENT)
             .expect("the rendering holds the product's Deployment");
-        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let mut template = self.container_template(&deployment["spec"]["template"]["spec"]["containers"][0]);
+        assert_eq!(template.args.first().map(String::as_str), Some("run"), "the container runs `run`");
+        template.args.remove(0);
+        template
+    }
+
+    /// `container`'s args and env as the kubelet would give them here: `--config=` pointing
+    /// at the projected ConfigMap, `valueFrom` resolved for a pod named `POD`.
+    pub fn container_template(&self, container: &Value) -> PodTemplate {
         let mut args: Vec<String> = container["args"]
             .as_array()
             .expect("the container has args")
             .iter()
             .map(|a| a.as_str().expect("string args").to_owned())
             .collect();
-        assert_eq!(args.first().map(String::as_str), Some("run"), "the container runs `run`");
-        args.remove(0);
         let projected = self.projected_config();
         for arg in &mut args {
             if arg.starts_with("--config=") {

@@ -1,21 +1,25 @@
 //! `cleanup --stop-deployment NAMESPACE/NAME`: before anything is cleaned up, the product's own
 //! Deployment is scaled to 0 and its pods are waited for, so no running replica recreates a
-//! default PDB or surges again once the cleanup is done. The Helm chart's pre-delete hook runs
-//! it (the replicas still run then); by hand it replaces `kubectl scale --replicas=0`.
+//! default PDB or surges again once the cleanup is done; last, what it made for itself there
+//! ([`OwnObjects`]) is removed. The Helm chart's pre-delete hook runs it (the replicas still
+//! run then); by hand it replaces `kubectl scale --replicas=0`.
 
 use std::fmt;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
 
+use eviction_autoscaler_shared::config::Config;
+use eviction_autoscaler_shared::keys::SECRET_OWNER_LABEL;
 use eviction_autoscaler_shared::selector;
 
-use super::StepOutcome;
-use crate::error::Error;
+use super::{StepOutcome, failed};
+use crate::error::{Error, is_conflict, is_not_found};
 
 /// How long the pods may take to stop: beyond a pod's default 30 s grace period, with room.
 const STOP_TIMEOUT: Duration = Duration::from_secs(120);
@@ -95,9 +99,84 @@ impl ProductDeployment {
     }
 }
 
+/// What the product made for itself in its namespace that no manifest lists, so neither
+/// `helm uninstall` nor `kubectl delete -k` removes it: its leader Lease and, with
+/// self-managed certificates, its Secret. Removed last, and only once the product is stopped:
+/// a running one would make them again, and lose its serving certificate meanwhile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnObject {
+    /// The leader Lease, with leader election on.
+    Lease { namespace: String, name: String },
+    /// The self-managed certificate Secret, in that mode; removed only if labelled as ours.
+    Secret { namespace: String, name: String },
+}
+
+impl OwnObject {
+    /// Where the product's settings put them (`config` resolved as `run` resolves it;
+    /// `client_namespace` stands in for an unset namespace, as the client's does in `run`).
+    pub fn all(config: &Config, client_namespace: &str) -> Vec<Self> {
+        let lease = config.leader_elect.then(|| Self::Lease {
+            namespace: config.lease_namespace.clone(),
+            name: config.lease_name.clone(),
+        });
+        let secret = (!config.cert_secret.is_empty()).then(|| Self::Secret {
+            namespace: config.namespace_or(client_namespace),
+            name: config.cert_secret.clone(),
+        });
+        lease.into_iter().chain(secret).collect()
+    }
+
+    /// The step's line in the report.
+    pub fn action(&self) -> String {
+        match self {
+            Self::Lease { namespace, name } => format!("remove lease {namespace}/{name} (leader election)"),
+            Self::Secret { namespace, name } => {
+                format!("remove secret {namespace}/{name} (self-managed certificate)")
+            }
+        }
+    }
+
+    /// Deletes it (a Secret by UID, and only if the product made it).
+    pub async fn remove(&self, client: &Client) -> Result<StepOutcome, Error> {
+        let deleted = |result: Result<(), kube::Error>, what: String| match result {
+            Ok(_) => Ok(StepOutcome::Done),
+            Err(e) if is_not_found(&e) => Ok(StepOutcome::AlreadyDone),
+            Err(e) if is_conflict(&e) => {
+                Ok(StepOutcome::Skipped("replaced meanwhile; run cleanup again".into()))
+            }
+            Err(e) => Err(failed(what)(e)),
+        };
+        match self {
+            Self::Lease { namespace, name } => {
+                let api: Api<Lease> = Api::namespaced(client.clone(), namespace);
+                deleted(
+                    api.delete(name, &DeleteParams::default()).await.map(drop),
+                    format!("remove lease {namespace}/{name}"),
+                )
+            }
+            Self::Secret { namespace, name } => {
+                let what = format!("remove secret {namespace}/{name}");
+                let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+                let Some(secret) = api.get_opt(name).await.map_err(failed(what.clone()))? else {
+                    return Ok(StepOutcome::AlreadyDone);
+                };
+                let (key, value) = SECRET_OWNER_LABEL;
+                if secret.metadata.labels.as_ref().and_then(|l| l.get(key)).is_none_or(|v| v != value) {
+                    let why = format!("not made by eviction-autoscaler (no label {key}={value})");
+                    return Ok(StepOutcome::Skipped(why));
+                }
+                let preconditions = Preconditions { uid: secret.metadata.uid, resource_version: None };
+                let params = DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() };
+                deleted(api.delete(name, &params).await.map(drop), what)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::ProductDeployment;
+    use super::{OwnObject, ProductDeployment};
+    use eviction_autoscaler_shared::config::{Config, SettingsArgs};
 
     #[test]
     fn the_deployment_is_named_namespace_slash_name() {
@@ -108,5 +187,25 @@ mod tests {
             let error = bad.parse::<ProductDeployment>().expect_err(bad);
             assert!(error.contains("NAMESPACE/NAME"), "{bad}: {error}");
         }
+    }
+
+    #[test]
+    fn the_own_objects_are_where_the_settings_put_them() {
+        let resolve = |args: SettingsArgs| Config::resolve(&args, None).expect("valid settings");
+        let in_ops = || SettingsArgs { pod_namespace: Some("ops".into()), ..SettingsArgs::default() };
+        // The chart's self-managed mode: the Lease and the Secret in the pod's namespace.
+        let self_managed = SettingsArgs { cert_secret: Some("eviction-autoscaler-tls".into()), ..in_ops() };
+        let actions: Vec<String> =
+            OwnObject::all(&resolve(self_managed), "default").iter().map(OwnObject::action).collect();
+        assert_eq!(
+            actions,
+            [
+                "remove lease ops/eviction-autoscaler (leader election)",
+                "remove secret ops/eviction-autoscaler-tls (self-managed certificate)"
+            ]
+        );
+        // cert-manager's Secret is not the product's; without leader election there is no Lease.
+        let no_lease = SettingsArgs { leader_elect: Some("false".into()), ..in_ops() };
+        assert_eq!(OwnObject::all(&resolve(no_lease), "default"), []);
     }
 }

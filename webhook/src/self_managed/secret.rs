@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use eviction_autoscaler_shared::keys::SECRET_OWNER_LABEL;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
@@ -14,13 +15,10 @@ use super::decide::{
 };
 use crate::certs::{IssuedPem, issue_serving, new_ca};
 
-/// The label on the Secret we create. Only a Secret carrying it is ever replaced: one
-/// someone else made under the configured name (their own PKI, say) is left as it is.
-pub(crate) const OWNER_LABEL: (&str, &str) = ("app.kubernetes.io/name", "eviction-autoscaler");
-
-/// Did eviction-autoscaler make this Secret?
+/// Did eviction-autoscaler make this Secret? Only such a Secret is ever replaced: one someone
+/// else made under the configured name (their own PKI, say) is left as it is.
 pub(crate) fn is_ours(secret: &Secret) -> bool {
-    let (key, value) = OWNER_LABEL;
+    let (key, value) = SECRET_OWNER_LABEL;
     secret.metadata.labels.as_ref().and_then(|labels| labels.get(key)).is_some_and(|v| v == value)
 }
 
@@ -61,7 +59,10 @@ impl SecretStore {
         let secret = Secret {
             metadata: ObjectMeta {
                 name: Some(self.name.clone()),
-                labels: Some(BTreeMap::from([(OWNER_LABEL.0.to_owned(), OWNER_LABEL.1.to_owned())])),
+                labels: Some(BTreeMap::from([(
+                    SECRET_OWNER_LABEL.0.to_owned(),
+                    SECRET_OWNER_LABEL.1.to_owned(),
+                )])),
                 ..ObjectMeta::default()
             },
             type_: Some("kubernetes.io/tls".into()),
@@ -102,7 +103,7 @@ pub(crate) fn next_data(
         if ours {
             fresh(now, wanted).map(Some)
         } else {
-            let (key, value) = OWNER_LABEL;
+            let (key, value) = SECRET_OWNER_LABEL;
             Err(format!(
                 "{reason}; the Secret was not made by eviction-autoscaler (no label {key}={value}), so it is \
                  left as it is: fix it, or delete it to have a new one made"

@@ -83,3 +83,24 @@ failurePolicy: Ignore
 matchPolicy: Equivalent
 timeoutSeconds: 5
 {{- end -}}
+
+{{/* What `run` and `cleanup` read besides the ConfigMap: the certificate mode's names, and
+the pod's namespace. */}}
+{{- define "eviction-autoscaler.settingsEnv" -}}
+{{ if eq .Values.certificates.mode "selfManaged" -}}
+- name: EVICTION_AUTOSCALER_CERT_SECRET
+  value: eviction-autoscaler-tls
+- name: EVICTION_AUTOSCALER_WEBHOOK_CONFIGURATION
+  value: eviction-autoscaler
+- name: EVICTION_AUTOSCALER_WEBHOOK_SERVICE
+  value: eviction-autoscaler
+{{ else -}}
+# cert-manager writes the mounted Secret; an empty setting serves those files.
+- name: EVICTION_AUTOSCALER_CERT_SECRET
+  value: ""
+{{ end -}}
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end -}}
