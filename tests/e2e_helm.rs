@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::helm::{CHART, Helm, RELEASE, is_hook};
-use support::install::{SERVING_CERTIFICATE, TLS_SECRET, user_part};
+use support::install::{TLS_SECRET, user_part};
 use support::metrics::metric_sum;
 use support::pdbs::is_owned;
 use support::{
@@ -560,14 +560,8 @@ async fn cert_manager_mode_serves_the_certificate_cert_manager_issues() {
     let cert_manager = env.install_cert_manager().await;
     create_release_namespace(&env).await;
     let release = install(&env, CERT_MANAGER.sets).await;
-    env.issue_certificate(&cert_manager, NS, SERVING_CERTIFICATE).await;
-    let tls = env.project_secret(NS, TLS_SECRET);
-    let files = [
-        format!("--tls-cert-file={}", tls.join("tls.crt").display()),
-        format!("--tls-key-file={}", tls.join("tls.key").display()),
-    ];
-    let files: Vec<&str> = files.iter().map(String::as_str).collect();
-    let replica = start(&env, &release, &files).await;
+    let files = env.serve_from_cert_manager(&cert_manager).await;
+    let replica = start(&env, &release, &files.each_ref().map(String::as_str)).await;
     env.apply(&deployment("default", "web", 1, &[])).await;
     // The failed calls first: they say why a review is missing.
     assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed");

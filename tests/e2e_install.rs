@@ -170,14 +170,10 @@ async fn cert_manager_mode_serves_what_cert_manager_issues_and_reloads_its_renew
     let cert_manager = env.install_cert_manager().await;
     let objects = env.install("overlays/cert-manager").await;
     env.project_config();
-    env.issue_certificate(&cert_manager, NS, SERVING_CERTIFICATE).await;
-    let tls = env.project_secret(NS, TLS_SECRET);
-    let files = [
-        format!("--tls-cert-file={}", tls.join("tls.crt").display()),
-        format!("--tls-key-file={}", tls.join("tls.key").display()),
-    ];
-    let files: Vec<&str> = files.iter().map(String::as_str).collect();
-    let replica = env.start_replica(&env.pod_template(&objects), "eviction-autoscaler-a", &files).await;
+    let files = env.serve_from_cert_manager(&cert_manager).await;
+    let template = env.pod_template(&objects);
+    let replica =
+        env.start_replica(&template, "eviction-autoscaler-a", &files.each_ref().map(String::as_str)).await;
     env.route_webhook_to(replica.webhook_addr).await;
     wait_bundle_is_the_ca(&env, "the caBundle injected").await;
     let reviews =

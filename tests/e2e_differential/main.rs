@@ -287,7 +287,9 @@ async fn kube_sim_answers_as_the_real_apiserver_or_the_difference_is_listed() {
     );
 }
 
-/// Each scenario's namespace, with its `default` ServiceAccount (pods need it upstream).
+/// Each scenario's namespace, with what the controller-manager puts in every namespace: the
+/// `default` ServiceAccount (pods need it upstream) and the `kube-root-ca.crt` ConfigMap (a
+/// list or watch of ConfigMaps shows it; under load it comes moments after the namespace).
 async fn create_namespace(client: &kube::Client, name: &str) {
     let step = Step {
         body: Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})),
@@ -297,9 +299,14 @@ async fn create_namespace(client: &kube::Client, name: &str) {
     let vars = Vars { namespace: name, captured: &none };
     let answer = send(client, "POST", "/api/v1/namespaces", &step, &vars).await;
     assert!(answer.code == 201 || answer.code == 409, "namespace {name}: {answer:?}");
-    let path = format!("/api/v1/namespaces/{name}/serviceaccounts/default");
-    let waited = wait_until(client, &path, &BTreeMap::from([("code".to_owned(), json!(200))]), &vars).await;
-    assert!(waited.is_ok(), "{path}: {waited:?}");
+    for path in [
+        format!("/api/v1/namespaces/{name}/serviceaccounts/default"),
+        format!("/api/v1/namespaces/{name}/configmaps/kube-root-ca.crt"),
+    ] {
+        let waited =
+            wait_until(client, &path, &BTreeMap::from([("code".to_owned(), json!(200))]), &vars).await;
+        assert!(waited.is_ok(), "{path}: {waited:?}");
+    }
 }
 
 /// Runs one step on one target; `None` for steps that are not compared.

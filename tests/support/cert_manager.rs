@@ -81,6 +81,18 @@ impl Env {
         }
     }
 
+    /// cert-manager's part for the product's serving Certificate ([`Self::issue_certificate`]),
+    /// then the kubelet's (its Secret projected): the flags that serve those files.
+    pub async fn serve_from_cert_manager(&self, cert_manager: &CertManager) -> [String; 2] {
+        let (namespace, _) = super::PRODUCT_ACCOUNT;
+        self.issue_certificate(cert_manager, namespace, super::install::SERVING_CERTIFICATE).await;
+        let tls = self.project_secret(namespace, super::install::TLS_SECRET);
+        [
+            format!("--tls-cert-file={}", tls.join("tls.crt").display()),
+            format!("--tls-key-file={}", tls.join("tls.key").display()),
+        ]
+    }
+
     /// Projects Secret `namespace/name` into a directory as the kubelet does: each key a file,
     /// all swapped at once (a `..data` symlink to a fresh directory). Returns the directory.
     pub fn project_secret(&self, namespace: &str, name: &str) -> PathBuf {
