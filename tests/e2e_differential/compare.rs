@@ -56,10 +56,11 @@ fn normalise_name(name: &str) -> String {
 }
 
 /// Drops what differs between any two servers or runs: uids, resourceVersions, managedFields,
-/// times, continue tokens; generated name suffixes become `*`.
+/// times (a Table's Age cells among them), continue tokens; generated name suffixes become `*`.
 pub fn normalise(value: &mut Value) {
     match value {
         Value::Object(map) => {
+            normalise_table_ages(map);
             for key in ["uid", "resourceVersion", "managedFields", "selfLink", "continue"] {
                 map.remove(key);
             }
@@ -84,6 +85,21 @@ pub fn normalise(value: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// A server-side Table's Age column says how long ago each object was made, as of the moment
+/// each server answered: `<age>`.
+fn normalise_table_ages(table: &mut serde_json::Map<String, Value>) {
+    if table.get("kind").and_then(Value::as_str) != Some("Table") {
+        return;
+    }
+    let columns = table.get("columnDefinitions").and_then(Value::as_array);
+    let Some(age) = columns.and_then(|c| c.iter().position(|c| c["name"] == "Age")) else { return };
+    for row in table.get_mut("rows").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(cell) = row["cells"].get_mut(age) {
+            *cell = "<age>".into();
+        }
     }
 }
 

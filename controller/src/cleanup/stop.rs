@@ -1,7 +1,7 @@
 //! `cleanup --stop-deployment NAMESPACE/NAME`: before anything is cleaned up, the product's own
 //! Deployment is scaled to 0 and its pods are waited for, so no running replica recreates a
 //! default PDB or surges again once the cleanup is done; last, what it made for itself there
-//! ([`OwnObjects`]) is removed. The Helm chart's pre-delete hook runs it (the replicas still
+//! ([`OwnObject`]) is removed. The Helm chart's pre-delete hook runs it (the replicas still
 //! run then); by hand it replaces `kubectl scale --replicas=0`.
 
 use std::fmt;
@@ -63,9 +63,9 @@ impl ProductDeployment {
     /// Scales it to 0 and waits until none of its pods is left. Gone already: done already.
     pub async fn stop(&self, client: &Client) -> Result<StepOutcome, Error> {
         let what = format!("stop deployment {self}");
-        let failed = |api_error| Error::Step { what: what.clone(), api_error };
+        let step_failed = |api_error| Error::Step { what: what.clone(), api_error };
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), &self.namespace);
-        let Some(deployment) = deployments.get_opt(&self.name).await.map_err(failed)? else {
+        let Some(deployment) = deployments.get_opt(&self.name).await.map_err(step_failed)? else {
             return Ok(StepOutcome::AlreadyDone);
         };
         let query = deployment
@@ -78,12 +78,12 @@ impl ProductDeployment {
         let scaled = deployment.spec.as_ref().and_then(|s| s.replicas) != Some(0);
         if scaled {
             let patch = Patch::Merge(json!({"spec": {"replicas": 0}}));
-            deployments.patch(&self.name, &PatchParams::default(), &patch).await.map_err(failed)?;
+            deployments.patch(&self.name, &PatchParams::default(), &patch).await.map_err(step_failed)?;
         }
         let pods: Api<Pod> = Api::namespaced(client.clone(), &self.namespace);
         let started = tokio::time::Instant::now();
         loop {
-            let left = pods.list(&ListParams::default().labels(&query)).await.map_err(failed)?.items;
+            let left = pods.list(&ListParams::default().labels(&query)).await.map_err(step_failed)?.items;
             if left.is_empty() {
                 return Ok(if scaled { StepOutcome::Done } else { StepOutcome::AlreadyDone });
             }
