@@ -50,7 +50,10 @@ struct CleanupArgs {
     stop_deployment: Option<ProductDeployment>,
     /// The product's settings, as `run` takes them (only their Lease and Secret names and
     /// namespaces are read, with --stop-deployment; its namespace stands in for the pod's).
-    #[command(flatten)]
+    #[command(
+        flatten,
+        next_help_heading = "The product's settings, as `run` takes them (with --stop-deployment: where its Lease and Secret are)"
+    )]
     settings: SettingsArgs,
 }
 

@@ -153,6 +153,17 @@ fn crd_subcommand_matches_the_shipped_manifest() {
 }
 
 #[test]
+fn cleanup_takes_the_product_settings_and_refuses_a_bad_one_before_any_cluster_call() {
+    let help = run(&["cleanup", "--help"], &[]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("The product's settings, as `run` takes them"), "{help}");
+    let args = ["cleanup", "--stop-deployment", "ops/eviction-autoscaler", "--leader-elect", "maybe"];
+    let out = run(&args, &[("KUBECONFIG", "/nonexistent")]);
+    assert_rejected(&out, "leader-elect", "maybe", "a setting cleanup reads");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("/nonexistent"), "no cluster was contacted");
+}
+
+#[test]
 fn cleanup_refuses_a_stop_deployment_that_is_not_namespace_slash_name() {
     // Parsed before any cluster is contacted.
     let out =
