@@ -22,8 +22,6 @@ use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain;
 
 use crate::error::{Error, is_conflict, is_not_found};
-
-mod stop;
 use crate::keda::ScaledObject;
 use crate::pdb::plan_cleanup;
 use crate::pdb::{
@@ -34,6 +32,8 @@ use crate::surge::Write;
 use crate::surge::scaler::Scaler;
 use crate::surge::state::{SurgeState, clear_edits};
 pub use stop::{OwnObject, ProductDeployment};
+
+mod stop;
 
 /// Fresh reads and writes per step before a step that keeps conflicting is left for the next
 /// run (someone else keeps changing the object).

@@ -39,6 +39,13 @@ pub const POD_DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost"
 /// is ever replaced, or removed by `cleanup`.
 pub const SECRET_OWNER_LABEL: (&str, &str) = ("app.kubernetes.io/name", "eviction-autoscaler");
 
+/// Did eviction-autoscaler make this Secret (its [`SECRET_OWNER_LABEL`])? One someone else
+/// made under the configured name (their own PKI, say) is left as it is.
+pub fn is_product_secret(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+    let (key, value) = SECRET_OWNER_LABEL;
+    meta.labels.as_ref().and_then(|labels| labels.get(key)).is_some_and(|v| v == value)
+}
+
 /// Node taints that mark a node as draining by default (besides `spec.unschedulable`).
 pub const DEFAULT_DRAIN_TAINTS: [&str; 3] =
     ["node.kubernetes.io/unschedulable", "karpenter.sh/disrupted", "ToBeDeletedByClusterAutoscaler"];

@@ -15,7 +15,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions
 use serde_json::json;
 
 use eviction_autoscaler_shared::config::Config;
-use eviction_autoscaler_shared::keys::SECRET_OWNER_LABEL;
+use eviction_autoscaler_shared::keys::{SECRET_OWNER_LABEL, is_product_secret};
 use eviction_autoscaler_shared::selector;
 
 use super::{StepOutcome, failed};
@@ -160,8 +160,8 @@ impl OwnObject {
                 let Some(secret) = api.get_opt(name).await.map_err(failed(what.clone()))? else {
                     return Ok(StepOutcome::AlreadyDone);
                 };
-                let (key, value) = SECRET_OWNER_LABEL;
-                if secret.metadata.labels.as_ref().and_then(|l| l.get(key)).is_none_or(|v| v != value) {
+                if !is_product_secret(&secret.metadata) {
+                    let (key, value) = SECRET_OWNER_LABEL;
                     let why = format!("not made by eviction-autoscaler (no label {key}={value})");
                     return Ok(StepOutcome::Skipped(why));
                 }

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eviction_autoscaler_shared::health::Readiness;
+use eviction_autoscaler_shared::keys::is_product_secret;
 use futures::StreamExt as _;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Secret};
@@ -36,7 +37,7 @@ use tokio::time::Instant;
 
 use self::ca_bundle::{Read, WebhookConfiguration, bundles};
 use self::decide::{Action, CA_CRT, Published, TLS_CRT, TLS_KEY, Wanted, decide};
-use self::secret::{Data, SecretStore, Written, is_ours, next_data, view};
+use self::secret::{Data, SecretStore, Written, next_data, view};
 use crate::Error;
 use crate::metrics::Metrics;
 use crate::tls::PemPair;
@@ -345,7 +346,7 @@ impl CertManager {
             let data: Data = found.as_ref().and_then(|s| s.data.clone()).unwrap_or_default();
             let now = now();
             let action = decide(found.as_ref().map(|_| view(&data)), now, &self.wanted, published);
-            let ours = found.as_ref().is_none_or(is_ours);
+            let ours = found.as_ref().is_none_or(|s| is_product_secret(&s.metadata));
             let Some(new_data) = next_data(&action, &data, now, &self.wanted, ours)? else {
                 if let Action::WaitForBundle { reason, .. } = &action {
                     tracing::debug!(%reason, "serving certificate switch waits for the caBundle");

@@ -15,13 +15,6 @@ use super::decide::{
 };
 use crate::certs::{IssuedPem, issue_serving, new_ca};
 
-/// Did eviction-autoscaler make this Secret? Only such a Secret is ever replaced: one someone
-/// else made under the configured name (their own PKI, say) is left as it is.
-pub(crate) fn is_ours(secret: &Secret) -> bool {
-    let (key, value) = SECRET_OWNER_LABEL;
-    secret.metadata.labels.as_ref().and_then(|labels| labels.get(key)).is_some_and(|v| v == value)
-}
-
 /// The data of a Secret, by key.
 pub(crate) type Data = BTreeMap<String, ByteString>;
 
