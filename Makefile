@@ -1,46 +1,44 @@
 # The two commands that do everything on a fresh machine:
-#   make demo   the product's main job on the embedded Kubernetes emulator (kube-sim);
-#               `make demo CLUSTER=real` runs it on the real control plane
-#   make test   every test (unit, component, kube-sim's own, end to end on the real control plane,
-#               the core scenarios again on the oldest supported Kubernetes); `make test-unit`
-#               (no control plane) and `make test-e2e` are its two halves
+#   make demo   the product's main job on the real control plane (tests/cluster/, built from
+#               its Go modules on the first run)
+#   make test   every test (unit, component, end to end on the real control plane, the core
+#               scenarios again on the oldest supported Kubernetes); `make test-unit` (no
+#               control plane) and `make test-e2e` (everything on one) are its two halves
 CARGO   ?= cargo
-KUBECTL ?= kubectl
-# Where `make demo` runs: sim (kube-sim, embedded) or real (tests/cluster/, built from Go modules).
-CLUSTER ?= sim
 # cargo-nextest runs test binaries in parallel; plain `cargo test` is the fallback.
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: build test test-unit test-e2e test-oldest lint fmt crd demo bench fuzz cluster cluster-build check-tools check-kubectl
+.PHONY: build test test-unit test-e2e test-oldest lint fmt crd demo bench fuzz cluster cluster-build cluster-core check-tools
 
 check-tools:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found (install Rust with rustup: https://rustup.rs)"; exit 1; }
-
-# kube-sim's tests and the kube-sim demo drive the machine's kubectl; the real control plane
-# brings its own (built with it).
-check-kubectl:
-	@command -v $(KUBECTL) >/dev/null || { echo "error: kubectl not found on PATH (kube-sim's tests and the demo drive the real kubectl; install kubectl 1.32+)"; exit 1; }
 
 build: check-tools
 	$(CARGO) build --workspace --all-targets
 
 # The real control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl,
 # kwok) from the Go modules pinned in tests/cluster/, cached by version under target/cluster/:
-# KUBE_VERSION, then OLDEST_KUBE_VERSION (the oldest Kubernetes the product supports).
+# KUBE_VERSION with Helm and the third-party CRDs the tests use, then OLDEST_KUBE_VERSION (the
+# oldest Kubernetes the product supports). cluster-core: KUBE_VERSION's control plane alone
+# (what the demo needs).
 cluster-build:
 	tests/cluster/build.sh
 	tests/cluster/build.sh $(shell sed -n 's/^OLDEST_KUBE_VERSION=//p' tests/cluster/versions.env)
 
+cluster-core:
+	tests/cluster/build.sh --core
+
 # Starts that control plane on loopback and prints how to use it; Ctrl-C stops it.
-cluster: check-tools cluster-build
+cluster: check-tools cluster-core
 	$(CARGO) run -q --example cluster
 
-# The end-to-end scenarios are the root package's tests/e2e_*.rs files.
-E2E_FILTER := binary(/^e2e_/)
+# Test binaries on the real control plane: the end-to-end scenarios (the root package's
+# tests/e2e_*.rs) and the component tests against a real apiserver (<crate>/tests/cluster_*).
+E2E_FILTER := binary(/^e2e_/) | binary(/^cluster_/)
 # The core ones run again on the oldest supported Kubernetes (OLDEST_KUBE_VERSION).
 OLDEST_SUITES := e2e_drain e2e_default_pdb e2e_install
 
-test: check-tools check-kubectl cluster-build
+test: check-tools cluster-build
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast
 else
@@ -49,21 +47,24 @@ else
 endif
 	$(MAKE) --no-print-directory test-oldest
 
-# The fast loop: unit, component and kube-sim tests, no control plane needed.
-test-unit: check-tools check-kubectl
+# The fast loop, no control plane and no Go: unit tests, the webhook's router and TLS with
+# recorded fixtures, the command line, the manifests (rendered with the kubectl
+# `make cluster-build` built, else the one on PATH).
+FAST_TESTS := $(filter-out e2e_% cluster_%,$(notdir $(basename $(wildcard tests/*.rs */tests/*.rs))))
+test-unit: check-tools
 ifeq ($(NEXTEST),yes)
-	$(CARGO) nextest run --workspace --no-fail-fast -E 'not $(E2E_FILTER)'
+	$(CARGO) nextest run --workspace --no-fail-fast -E 'not ($(E2E_FILTER))'
 else
-	$(CARGO) test --workspace --exclude eviction-autoscaler --no-fail-fast
-	$(CARGO) test -p eviction-autoscaler --no-fail-fast --bins --test cli --test deploy_manifests
+	$(CARGO) test --workspace --no-fail-fast --lib --bins $(addprefix --test ,$(FAST_TESTS))
 endif
 
-# Only the end-to-end scenarios, on the real control plane.
+# Everything on the real control plane: the end-to-end scenarios and the component tests.
+CLUSTER_TESTS := $(filter e2e_% cluster_%,$(notdir $(basename $(wildcard tests/*.rs */tests/*.rs) $(patsubst %/main.rs,%,$(wildcard */tests/*/main.rs)))))
 test-e2e: check-tools cluster-build
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast -E '$(E2E_FILTER)'
 else
-	$(CARGO) test --no-fail-fast $(patsubst tests/%.rs,--test %,$(wildcard tests/e2e_*.rs)) $(patsubst tests/%/main.rs,--test %,$(wildcard tests/e2e_*/main.rs))
+	$(CARGO) test --workspace --no-fail-fast $(addprefix --test ,$(CLUSTER_TESTS))
 endif
 	$(MAKE) --no-print-directory test-oldest
 
@@ -89,12 +90,8 @@ crd: check-tools
 	$(CARGO) run -q -- crd > deploy/base/crd.yaml
 	cp deploy/base/crd.yaml deploy/helm/eviction-autoscaler/files/crd.yaml
 
-ifeq ($(CLUSTER),real)
-demo: check-tools cluster-build
-else
-demo: check-tools check-kubectl
-endif
-	CLUSTER=$(CLUSTER) ./scripts/demo.sh
+demo: check-tools cluster-core
+	./scripts/demo.sh
 
 bench: check-tools cluster-build
 	./scripts/bench.sh

@@ -172,7 +172,7 @@ async fn main() {
 /// One run of the `pinned` scenario (module documentation), as a table row.
 async fn pinned(run: usize, k: usize) {
     // node-3 may end up with every pod: the plain ones, the surge pods and their replacements.
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 3, pods_per_node: 3 * k + 10 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 3, pods_per_node: 3 * k + 10 }).await;
     env.start_product(&["--actioned-namespaces=protected,plain", "--pdb-create=false", "--cooldown=5s"])
         .await;
     env.apply(&namespace("protected", &[])).await;
@@ -225,7 +225,7 @@ async fn pinned(run: usize, k: usize) {
 
 /// One run of the `parallel` scenario (module documentation), as a table row.
 async fn parallel(run: usize, d: usize) {
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 6, pods_per_node: 3 * d + 10 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 6, pods_per_node: 3 * d + 10 }).await;
     env.start_product(&["--actioned-namespaces=shop", "--pdb-create=false", "--cooldown=5s"]).await;
     env.apply(&namespace("shop", &[])).await;
 

@@ -1,11 +1,9 @@
-//! `make demo`: the product's main job on the embedded emulator, told as it happens.
+//! `make demo`: the product's main job on the real control plane of `tests/cluster/` (built
+//! first by `make demo`), told as it happens and then from the apiserver's audit log.
 //!
 //! A 1-replica Deployment with a `minAvailable: 1` PDB sits on a node; `kubectl drain` would
 //! be refused forever. With eviction-autoscaler running, the drain completes and the
 //! Deployment goes back to 1 replica. Exits 0 only if every step happened.
-//!
-//! `CLUSTER=real` runs the same story on the real control plane of `tests/cluster/` (built
-//! first by `make demo CLUSTER=real`) and tells it from the apiserver's audit log.
 
 use e2e_support as support;
 
@@ -28,18 +26,11 @@ async fn main() -> ExitCode {
     let started = Instant::now();
     let say = |text: &str| println!("[{:>5.1}s] {text}", started.elapsed().as_secs_f64());
 
-    let real = std::env::var("CLUSTER").is_ok_and(|c| c == "real");
-    let shape = ClusterShape { nodes: 3, pods_per_node: 110 };
-    let mut env = if real {
-        say(&format!(
-            "starting the real control plane {} (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: 3 nodes)",
-            support::cluster::kube_version()
-        ));
-        Env::start_real(bin, shape).await
-    } else {
-        say("starting kube-sim (3 nodes)");
-        Env::start(bin, shape).await
-    };
+    say(&format!(
+        "starting the real control plane {} (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok: 3 nodes)",
+        support::cluster::kube_version()
+    ));
+    let mut env = Env::start(bin, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
     say("wrote certificates, applied the CRD and the webhook configuration");
     say("starting eviction-autoscaler run (namespace `demo` enabled, cooldown 3s)");
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=3s", "--signal-window=10s"]).await;
@@ -81,8 +72,7 @@ async fn main() -> ExitCode {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
 
-    let source = if real { "the apiserver's audit log" } else { "kube-sim's request log" };
-    println!("\nTimeline (seconds since the drain started, from {source}):");
+    println!("\nTimeline (seconds since the drain started, from the apiserver's audit log):");
     let log = env.requests();
     let at = |ts: &str| match ts.parse::<jiff::Timestamp>() {
         Ok(t) => format!("{:>6.2}s", (t - drain_started).total(jiff::Unit::Second).unwrap_or(0.0)),

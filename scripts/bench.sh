@@ -5,9 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== webhook: product vs constant-allow floor (wrk closed loop, open loop at 1,000 req/s)"
 webhook/bench/run.sh
-echo "== kube-sim: seeding and listing at scale"
-cargo nextest run --release -p kube-sim --test scale --no-capture
-echo "== memory of one replica at cluster scale (sizes deploy/base/deployment.yaml)"
+echo "== memory of one replica at cluster scale on the real control plane (sizes deploy/base/deployment.yaml)"
 scripts/bench_memory.sh
 echo "== drain time and signal -> scale latency on the real control plane"
 cargo bench --bench drain

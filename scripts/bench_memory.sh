@@ -2,20 +2,18 @@
 # Memory of one replica at cluster scale, for sizing the Deployment's requests/limits
 # (deploy/base/deployment.yaml) — figures go to BENCHMARKS.md ("memory").
 #
-# A cluster with NODES nodes seeded with NAMESPACES x PER_NS Deployments (REPLICAS each, half
-# of them with a user PDB), the product (release) as the shipped ServiceAccount with the
+# The real control plane of tests/cluster/ (kwok nodes; `make cluster-build` first) with NODES
+# nodes, seeded with NAMESPACES x PER_NS Deployments (REPLICAS each, half of them with a user
+# PDB), whose pods the real controller-manager and scheduler make (their API rate:
+# COMPONENT_QPS, 500 here); the product (release) as the shipped ServiceAccount with the
 # cluster-wide settings (pdb.create, enabledByDefault): it caches every Deployment, PDB, node,
 # namespace and HPA and creates a default PDB + EvictionAutoScaler for every Deployment
-# without one. Reports the product's RSS once all of that is done (on the real control plane:
-# and every pod is ready), and its peak (VmHWM).
+# without one. Reports the product's RSS once all of that is done and every pod is ready, and
+# its peak (VmHWM); then waits STEADY (120) seconds and prints what the apiserver's audit log
+# saw of the product, until done and in that steady window.
 # Knobs: NODES (100), NAMESPACES (100), PER_NS (20), REPLICAS (2); QPS sets --kube-api-qps
 # (burst 2x) for a quicker convergence than the default 50 writes/s; HEAPTRACK=1 runs the
 # product under heaptrack and prints its allocations by call site when done.
-# CLUSTER=real runs it on the real control plane of tests/cluster/ (kwok nodes; `make
-# cluster-build` first) instead of kube-sim: it sends managedFields, which kube-sim strips, and
-# its pods are made by the real controller-manager and scheduler (their API rate:
-# COMPONENT_QPS, 500 here); it then also waits STEADY (120) seconds and prints what the
-# apiserver's audit log saw of the product, until done and in that steady window.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,15 +22,10 @@ NAMESPACES=${NAMESPACES:-100}
 PER_NS=${PER_NS:-20}
 REPLICAS=${REPLICAS:-2}
 QPS=${QPS:-}
-CLUSTER=${CLUSTER:-sim}
-command -v kubectl >/dev/null || { echo "error: kubectl is needed on the PATH" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "error: python3 is needed (it writes the seed and reads the audit log)" >&2; exit 1; }
 
 cargo build -q --release --bin eviction-autoscaler -p eviction-autoscaler
-case $CLUSTER in
-sim) cargo build -q --release --bin kube-sim -p kube-sim ;;
-real) cargo build -q --example cluster ;;
-*) echo "error: CLUSTER is sim or real, not '$CLUSTER'" >&2; exit 1 ;;
-esac
+cargo build -q --example cluster
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -77,43 +70,33 @@ for i in range(8):
 EOF
 
 INSTALL=(deploy/base/crd.yaml deploy/base/namespace.yaml deploy/base/serviceaccount.yaml deploy/base/rbac.yaml)
-if [[ $CLUSTER == sim ]]; then
-    SEEDS=()
-    for f in "$WORK/namespaces.yaml" "$WORK/objects.yaml" "${INSTALL[@]}"; do SEEDS+=(--seed "$f"); done
-    target/release/kube-sim --kubeconfig "$WORK/admin" --nodes "$NODES" "${SEEDS[@]}" \
-        --service-account-kubeconfig "eviction-autoscaler/eviction-autoscaler=$WORK/product" >"$WORK/sim.out" &
-    PIDS+=($!)
-    for _ in $(seq 600); do grep -q "kube-sim ready" "$WORK/sim.out" && break; sleep 0.1; done
-    grep -q "kube-sim ready" "$WORK/sim.out" || { echo "error: kube-sim did not start" >&2; exit 1; }
-else
-    # Room for a surge of every pod, whatever the spread.
-    pods_per_node=$(((NAMESPACES * PER_NS * REPLICAS * 2 + NODES - 1) / NODES + 10))
-    NODES=$NODES PODS_PER_NODE=$pods_per_node COMPONENT_QPS=${COMPONENT_QPS:-500} \
-        target/debug/examples/cluster >"$WORK/cluster.out" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 3000); do grep -q "export KUBECONFIG" "$WORK/cluster.out" && break; sleep 0.1; done
-    grep -q "export KUBECONFIG" "$WORK/cluster.out" || {
-        cat "$WORK/cluster.out" >&2
-        echo "error: the control plane did not start" >&2
-        exit 1
-    }
-    cp "$(sed -n 's/^ *export KUBECONFIG=//p' "$WORK/cluster.out")" "$WORK/admin"
-    PATH=$(dirname "$(sed -n 's/^ *alias kubectl=//p' "$WORK/cluster.out")"):$PATH
-    seeding=$(date +%s)
-    for f in "${INSTALL[@]}" "$WORK/namespaces.yaml"; do KUBECONFIG=$WORK/admin kubectl create -f "$f" >/dev/null; done
-    # One kubectl creates one object at a time: eight of them at once.
-    CHUNKS=()
-    for i in $(seq 0 7); do
-        KUBECONFIG=$WORK/admin kubectl create -f "$WORK/chunk.$i.yaml" >/dev/null &
-        CHUNKS+=($!)
-    done
-    for pid in "${CHUNKS[@]}"; do wait "$pid"; done
-    echo "seeded in $(($(date +%s) - seeding))s" >&2
-    token=$(KUBECONFIG=$WORK/admin kubectl create token eviction-autoscaler -n eviction-autoscaler --duration=24h)
-    cp "$WORK/admin" "$WORK/product"
-    user=$(KUBECONFIG=$WORK/product kubectl config view -o jsonpath='{.users[0].name}')
-    KUBECONFIG=$WORK/product kubectl config set-credentials "$user" --token="$token" >/dev/null
-fi
+# Room for a surge of every pod, whatever the spread.
+pods_per_node=$(((NAMESPACES * PER_NS * REPLICAS * 2 + NODES - 1) / NODES + 10))
+NODES=$NODES PODS_PER_NODE=$pods_per_node COMPONENT_QPS=${COMPONENT_QPS:-500} \
+    target/debug/examples/cluster >"$WORK/cluster.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 3000); do grep -q "export KUBECONFIG" "$WORK/cluster.out" && break; sleep 0.1; done
+grep -q "export KUBECONFIG" "$WORK/cluster.out" || {
+    cat "$WORK/cluster.out" >&2
+    echo "error: the control plane did not start" >&2
+    exit 1
+}
+cp "$(sed -n 's/^ *export KUBECONFIG=//p' "$WORK/cluster.out")" "$WORK/admin"
+PATH=$(dirname "$(sed -n 's/^ *alias kubectl=//p' "$WORK/cluster.out")"):$PATH
+seeding=$(date +%s)
+for f in "${INSTALL[@]}" "$WORK/namespaces.yaml"; do KUBECONFIG=$WORK/admin kubectl create -f "$f" >/dev/null; done
+# One kubectl creates one object at a time: eight of them at once.
+CHUNKS=()
+for i in $(seq 0 7); do
+    KUBECONFIG=$WORK/admin kubectl create -f "$WORK/chunk.$i.yaml" >/dev/null &
+    CHUNKS+=($!)
+done
+for pid in "${CHUNKS[@]}"; do wait "$pid"; done
+echo "seeded in $(($(date +%s) - seeding))s" >&2
+token=$(KUBECONFIG=$WORK/admin kubectl create token eviction-autoscaler -n eviction-autoscaler --duration=24h)
+cp "$WORK/admin" "$WORK/product"
+user=$(KUBECONFIG=$WORK/product kubectl config view -o jsonpath='{.users[0].name}')
+KUBECONFIG=$WORK/product kubectl config set-credentials "$user" --token="$token" >/dev/null
 
 target/release/eviction-autoscaler certs --out "$WORK/certs" --dns localhost --ip 127.0.0.1 >/dev/null
 LIMITS=()
@@ -129,10 +112,7 @@ sleep 1
 PRODUCT=$(pgrep -n -x eviction-autosc) # the product itself, also under heaptrack
 
 deployments=$((NAMESPACES * PER_NS))
-# Every pod ready too on the real control plane (sized for them); kube-sim's nodes hold 110
-# pods each, as in the figures taken before this was a condition.
-want_ready=0
-[[ $CLUSTER == real ]] && want_ready=$((deployments * REPLICAS))
+want_ready=$((deployments * REPLICAS))
 started=$(date +%s)
 while :; do
     owned=$(KUBECONFIG=$WORK/admin kubectl get pdb -A --no-headers \
@@ -140,8 +120,7 @@ while :; do
     # An EAS is done once its first status is written.
     eas=$(KUBECONFIG=$WORK/admin kubectl get evictionautoscalers -A --no-headers \
         -o custom-columns=BASELINE:.status.minReplicas 2>/dev/null | grep -vc none || true)
-    ready=0
-    [[ $want_ready -gt 0 ]] && ready=$(KUBECONFIG=$WORK/admin kubectl get deployments -A --no-headers \
+    ready=$(KUBECONFIG=$WORK/admin kubectl get deployments -A --no-headers \
         -o custom-columns=READY:.status.readyReplicas 2>/dev/null | awk '$1 != "<none>" {n += $1} END {print n + 0}')
     [[ $owned -ge $((deployments / 2)) && $eas -ge $deployments && $ready -ge $want_ready ]] && break
     (($(date +%s) - started < 3600)) || { echo "error: not done after 60 min ($owned PDBs, $eas EAS, $ready pods ready)" >&2; exit 1; }
@@ -153,22 +132,21 @@ rss=$(awk '/VmRSS/ {print $2}' "/proc/$PRODUCT/status")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PRODUCT/status")
 cat <<EOF
 
-memory ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $CLUSTER): $NODES nodes, $NAMESPACES namespaces, $deployments Deployments
+memory ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores): $NODES nodes, $NAMESPACES namespaces, $deployments Deployments
 ($REPLICAS replicas each, $ready of $want_ready pods ready), $((deployments / 2)) user PDBs; the product (release, cluster-wide) created
 $owned default PDBs and $eas EvictionAutoScalers (status written) in ${done_after}s${QPS:+ at $QPS writes/s}.
 | product RSS when done | $((rss / 1024)) MiB |
 | product peak RSS (VmHWM) | $((hwm / 1024)) MiB |
 EOF
 
-if [[ $CLUSTER == real ]]; then
-    # What the apiserver saw of the product: the convergence, then STEADY seconds of steady state.
-    steady=${STEADY:-120}
-    steady_from=$(date -u +%Y-%m-%dT%H:%M:%S)
-    sleep "$steady"
-    rss=$(awk '/VmRSS/ {print $2}' "/proc/$PRODUCT/status")
-    hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PRODUCT/status")
-    echo "| product RSS after ${steady}s more of steady state | $((rss / 1024)) MiB (peak $((hwm / 1024)) MiB) |"
-    python3 - "$(sed -n 's/^Audit log (JSON lines): //p' "$WORK/cluster.out")" "$steady_from" "$steady" <<'EOF'
+# What the apiserver saw of the product: the convergence, then STEADY seconds of steady state.
+steady=${STEADY:-120}
+steady_from=$(date -u +%Y-%m-%dT%H:%M:%S)
+sleep "$steady"
+rss=$(awk '/VmRSS/ {print $2}' "/proc/$PRODUCT/status")
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$PRODUCT/status")
+echo "| product RSS after ${steady}s more of steady state | $((rss / 1024)) MiB (peak $((hwm / 1024)) MiB) |"
+python3 - "$(sed -n 's/^Audit log (JSON lines): //p' "$WORK/cluster.out")" "$steady_from" "$steady" <<'EOF'
 import collections, json, sys
 path, steady_from, steady = sys.argv[1], sys.argv[2], int(sys.argv[3])
 user = "system:serviceaccount:eviction-autoscaler:eviction-autoscaler"
@@ -193,7 +171,6 @@ converging = [e for e in events if e[0] < steady_from]
 table("the product's requests until done (audit log)", converging, None)
 table(f"the product's requests in the {steady} s after", [e for e in events if e[0] >= steady_from], steady)
 EOF
-fi
 
 if [[ -n ${HEAPTRACK:-} ]]; then
     kill -INT "$PRODUCT"

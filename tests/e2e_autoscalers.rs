@@ -28,7 +28,7 @@ fn zero_surge_deployment(name: &str) -> String {
 /// The product's acknowledged writes to `resource` once the audit log shows at least `count`:
 /// a write's audit entry is completed after its answer, so it can trail the watch event the
 /// test waited for.
-async fn audited_writes(env: &Env, resource: &str, count: usize) -> Vec<kube_sim::RequestRecord> {
+async fn audited_writes(env: &Env, resource: &str, count: usize) -> Vec<support::Request> {
     wait_for(&format!("{count} {resource} writes in the audit log"), Duration::from_secs(10), || {
         let writes = env.acknowledged_writes_to(resource);
         async move { (writes.len() >= count).then_some(writes) }
@@ -42,14 +42,14 @@ fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_maximum() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&deployment("demo", "web", 1, &[])).await;
     env.apply(&hpa("demo", "web", 1, 2)).await;
     env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
     env.wait_ready("demo", "web", 1).await;
-    let hpa_gvr = kube_sim::Gvr::new("autoscaling", "v2", "horizontalpodautoscalers");
+    let hpa_gvr = support::Resource::new("autoscaling", "v2", "horizontalpodautoscalers");
     let hpa_history = env.record_object(&hpa_gvr, "demo", "web");
     let history = env.record_deployment("demo", "web");
 
@@ -86,7 +86,7 @@ async fn an_hpa_minimum_is_raised_for_the_drain_and_restored_never_above_its_max
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let _keda = env.install_keda("demo").await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
@@ -94,7 +94,7 @@ async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
     env.apply(&scaled_object("demo", "web", 1, 2)).await;
     env.apply(&pdb("demo", "web", "web", json!({"minAvailable": 1}))).await;
     env.wait_ready("demo", "web", 1).await;
-    let so_gvr = kube_sim::Gvr::new("keda.sh", "v1alpha1", "scaledobjects");
+    let so_gvr = support::Resource::new("keda.sh", "v1alpha1", "scaledobjects");
     let so_history = env.record_object(&so_gvr, "demo", "web");
     let history = env.record_deployment("demo", "web");
 
@@ -131,7 +131,7 @@ async fn a_keda_minimum_is_raised_for_the_drain_and_restored() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn setups_no_surge_can_help_are_degraded_with_the_reason_and_never_written() {
     // One node: every pod is on the drained node.
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
     let _keda = env.install_keda("demo").await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
@@ -182,7 +182,7 @@ async fn setups_no_surge_can_help_are_degraded_with_the_reason_and_never_written
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_zero_surge_override_lets_a_zero_max_surge_deployment_surge() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let mut flags = FLAGS.to_vec();
     flags.push("--zero-surge-override=1");
     env.start_product(&flags).await;

@@ -33,7 +33,7 @@ async fn cleanup(env: &Env, args: &[&str]) -> (bool, String, String) {
 }
 
 /// Writes made with the product's User-Agent after request number `since`.
-fn writes_since(env: &Env, since: u64) -> Vec<kube_sim::RequestRecord> {
+fn writes_since(env: &Env, since: u64) -> Vec<support::Request> {
     env.requests()
         .into_iter()
         .filter(|r| r.seq > since && r.user_agent.starts_with(PRODUCT_AGENT) && r.is_write())
@@ -45,13 +45,13 @@ fn last_seq(env: &Env) -> u64 {
 }
 
 fn eas_names(env: &Env) -> Vec<String> {
-    let gvr = kube_sim::Gvr::new("eviction-autoscaler.azure.com", "v1", "evictionautoscalers");
+    let gvr = support::Resource::new("eviction-autoscaler.azure.com", "v1", "evictionautoscalers");
     env.objects(&gvr, "").iter().filter_map(|o| o["metadata"]["name"].as_str().map(String::from)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanup_undoes_everything_ours_once_and_never_touches_the_users_pdb() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&["--pdb-create=true", "--actioned-namespaces=apps"]).await;
     env.apply(&namespace("apps", &[])).await;
     // The user's PDB exists before its Deployment: no default PDB for `db`.
@@ -182,7 +182,7 @@ async fn cleanup_undoes_everything_ours_once_and_never_touches_the_users_pdb() {
 /// object; the steps before it are printed and done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_delete_fails_the_command_naming_the_pdb() {
-    let env = Env::start_real(BIN, ClusterShape { nodes: 1, pods_per_node: 10 }).await;
+    let env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 10 }).await;
     env.apply(&namespace("locked", &[])).await;
     env.apply(&namespace("free", &[])).await;
     let leftover = |namespace: &str, name: &str| {

@@ -94,7 +94,7 @@ fn last_eviction_seq(env: &Env) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_mid_drain_a_fresh_process_keeps_the_surge_and_reverts_after_the_drain() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     let node = one_protected_replica(&env).await;
     let history = env.record_deployment("demo", "web");
@@ -127,7 +127,7 @@ async fn sigkill_mid_drain_a_fresh_process_keeps_the_surge_and_reverts_after_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_after_the_drain_before_the_revert_the_fresh_process_reverts() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     // A cooldown long enough that the first process cannot revert before it is killed.
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=10m", "--signal-window=10s"]).await;
     let node = one_protected_replica(&env).await;
@@ -145,7 +145,7 @@ async fn sigkill_after_the_drain_before_the_revert_the_fresh_process_reverts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_standby_takes_the_lease_from_a_killed_holder_and_reverts() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let (_, standby) = holder_and_second(&mut env, "standby", &FLAGS).await;
     let node = one_protected_replica(&env).await;
     let history = env.record_deployment("demo", "web");
@@ -176,7 +176,7 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
     // the surge pod to become Ready and the eviction to be retried.
     let flags =
         ["--actioned-namespaces=demo", "--cooldown=10s", "--signal-window=10s", "--surge-trigger=any"];
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let (holder, follower) = holder_and_second(&mut env, "follower", &flags).await;
     env.route_webhook_to(follower.webhook_addr).await;
     one_protected_replica(&env).await;
@@ -229,7 +229,7 @@ async fn a_signal_that_reaches_only_the_follower_is_acted_on_by_the_holder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_holder_that_wakes_after_losing_the_lease_writes_nothing() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let (first, standby) = holder_and_second(&mut env, "standby", &FLAGS).await;
     let node = one_protected_replica(&env).await;
 
@@ -334,7 +334,7 @@ impl Write {
 /// standby writes nothing a holder writes before it has taken the Lease. From the audit log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_hand_over_leaves_no_holder_write_outside_its_lease() {
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     let (_, standby) = holder_and_second(&mut env, "standby", &FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     // Eleven Deployments with their only pod on node-1, behind PDBs allowing no disruption;

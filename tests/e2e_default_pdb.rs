@@ -6,8 +6,8 @@ use e2e_support as support;
 
 use std::time::Duration;
 
-use kube_sim::Gvr;
 use serde_json::{Value, json};
+use support::Resource;
 use support::pdbs::{CRD, OWNED_BY, TARGET, ours};
 use support::recorder::{Added, Recorder};
 use support::stalled::Stall;
@@ -21,7 +21,7 @@ async fn cluster_with_apps(extra: &[&str]) -> Env {
 }
 
 async fn cluster_shaped(shape: ClusterShape, extra: &[&str]) -> Env {
-    let mut env = Env::start_real(BIN, shape).await;
+    let mut env = Env::start(BIN, shape).await;
     let mut flags = ON.to_vec();
     flags.extend_from_slice(extra);
     env.start_product(&flags).await;
@@ -48,7 +48,7 @@ async fn assert_default_pdb(env: &Env, pdb: &Value, deployment: &str, min_availa
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_deployment_gets_its_pdb_from_the_admission_path() {
     let env = cluster_with_apps(&[]).await;
-    let pdbs_added = env.record_added(&support::pdbs::pdb_gvr(), "apps");
+    let pdbs_added = env.record_added(&support::pdbs::pdbs(), "apps");
 
     env.kubectl_ok(&["create", "deployment", "web", "-n", "apps", "--image=x", "--replicas=3"]).await;
     let pdb = env.wait_pdb("apps", &ours("web"), "created", |_| true).await;
@@ -106,11 +106,11 @@ async fn created_events(env: &Env, deployment: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_admission_path_stores_the_pdb_before_any_pod_is_ready() {
     let env = cluster_with_apps(&[]).await;
-    let first_ready = env.record_first(&Gvr::new("", "v1", "pods"), "apps", |_, pod| {
+    let first_ready = env.record_first(&Resource::new("", "v1", "pods"), "apps", |_, pod| {
         let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
         conditions.iter().any(|c| c["type"] == "Ready" && c["status"] == "True")
     });
-    let pdbs_added = env.record_added(&support::pdbs::pdb_gvr(), "apps");
+    let pdbs_added = env.record_added(&support::pdbs::pdbs(), "apps");
     env.kubectl_ok(&["create", "deployment", "web", "-n", "apps", "--image=x", "--replicas=3"]).await;
     env.wait_pdb("apps", &ours("web"), "created", |_| true).await;
     env.wait_ready("apps", "web", 3).await;
@@ -286,7 +286,7 @@ async fn a_statefulset_gets_no_pdb_and_no_repeated_errors() {
 /// Every event of the PDBs in `apps` from now on, as (type, name, uid): not only the first
 /// ADDED per name, so a PDB deleted and created again shows as two uids under one name.
 fn pdb_events(env: &Env) -> Recorder<(String, String, String)> {
-    env.watch(&support::pdbs::pdb_gvr(), "apps", None, |kind, o| {
+    env.watch(&support::pdbs::pdbs(), "apps", None, |kind, o| {
         let meta = &o["metadata"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
         Some((kind.to_owned(), text(&meta["name"]), text(&meta["uid"])))
@@ -302,8 +302,8 @@ fn pdb_events(env: &Env) -> Recorder<(String, String, String)> {
 async fn a_pdb_made_at_admission_waits_for_its_deployment_and_goes_if_it_never_comes() {
     let env = cluster_with_apps(&[]).await;
     let events = pdb_events(&env);
-    let pdbs_added = env.record_added(&support::pdbs::pdb_gvr(), "apps");
-    let deployments_added = env.record_added(&Gvr::new("apps", "v1", "deployments"), "apps");
+    let pdbs_added = env.record_added(&support::pdbs::pdbs(), "apps");
+    let deployments_added = env.record_added(&Resource::new("apps", "v1", "deployments"), "apps");
     let hold =
         |failure_policy, timeout_seconds| Stall { failure_policy, timeout_seconds, operation: "CREATE" };
     let _late = env

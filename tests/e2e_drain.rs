@@ -25,7 +25,7 @@ async fn web(env: &Env, replicas: i32, min_available: i32) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_displaced_pods_surge_by_max_surge_only_and_the_drain_completes() {
     // Two nodes: the scheduler (least loaded, ties by name) puts 2 of 3 pods on node-1.
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     web(&env, 3, 3).await;
     let node = if env.pods_on("demo", "web", "node-1").await.len() == 2 { "node-1" } else { "node-2" };
@@ -49,7 +49,7 @@ async fn two_displaced_pods_surge_by_max_surge_only_and_the_drain_completes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_taint_only_drain_surges_and_the_eviction_then_goes_through() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     web(&env, 1, 1).await;
     let node = env.node_of("demo", "web").await;
@@ -79,7 +79,7 @@ async fn a_taint_only_drain_surges_and_the_eviction_then_goes_through() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_drains_in_a_row_are_covered_by_one_surge() {
     // Four nodes, one pod each on node-1..3; node-4 takes the surge pod.
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 4, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 4, pods_per_node: 110 }).await;
     // Between two drains the drained node is empty, so nothing is "in progress": only the
     // last eviction (within the cooldown) holds the surge across kubectl's restart and the
     // next cordon. That gap is well under a second; 10 s leaves room for a loaded CI box.
@@ -113,7 +113,7 @@ async fn three_drains_in_a_row_are_covered_by_one_surge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forgotten_cordon_expires_after_max_hold() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&[
         "--actioned-namespaces=demo",
         "--cooldown=2s",
@@ -146,7 +146,7 @@ async fn a_forgotten_cordon_expires_after_max_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evictions_paused_past_kubectls_backoff_keep_the_surge_while_pods_remain() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     web(&env, 1, 1).await;
     let node = env.node_of("demo", "web").await;
@@ -179,7 +179,7 @@ async fn evictions_paused_past_kubectls_backoff_keep_the_surge_while_pods_remain
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_scale_mid_surge_is_kept_after_the_drain() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 1, 1).await;
@@ -200,7 +200,7 @@ async fn a_user_scale_mid_surge_is_kept_after_the_drain() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outside_writer_resetting_replicas_gets_bounded_resurges_not_a_write_fight() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     web(&env, 1, 1).await;
     let node = env.node_of("demo", "web").await;

@@ -63,7 +63,7 @@ spec:
 
 /// Deployment writes the apiserver refused with 403, whoever sent them (the dry-run probes of
 /// [`forbid_scaling`] left out).
-fn refused_scales(env: &Env) -> Vec<kube_sim::RequestRecord> {
+fn refused_scales(env: &Env) -> Vec<support::Request> {
     env.requests()
         .into_iter()
         .filter(|r| r.resource == "deployments" && r.code == 403 && !r.query.contains("dryRun"))
@@ -78,7 +78,7 @@ async fn one_protected_replica(env: &Env) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded_writes() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     let node = one_protected_replica(&env).await;
     env.expect_forbidden();
@@ -110,7 +110,7 @@ async fn a_policy_forbidding_the_scale_degrades_with_surge_forbidden_and_bounded
 /// watches: `surges_overdue` goes to 1 (the Lease holder also reports `leader 1`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&[
         "--actioned-namespaces=demo",
         "--cooldown=1s",
@@ -141,7 +141,7 @@ async fn a_revert_refused_past_max_hold_shows_as_an_overdue_surge() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_surge_into_a_full_cluster_says_why_and_reverts_after_uncordon() {
     // Two nodes with room for one pod each: the surge pod has nowhere to go.
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 1 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 1 }).await;
     env.start_product(&FLAGS).await;
     let node = one_protected_replica(&env).await;
     env.apply(&deployment("demo", "filler", 1, &[])).await;
@@ -196,7 +196,7 @@ async fn a_surge_into_a_full_cluster_says_why_and_reverts_after_uncordon() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_left_by_the_go_project_end_in_the_clean_state() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.apply(&namespace("demo", &[])).await;
     // A Deployment surged from 2 to 3 by the Go controller, which then went away.
     env.apply(&deployment("demo", "web", 3, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
@@ -303,7 +303,7 @@ async fn wait_clean(env: &Env, name: &str, replicas: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn go_leftovers_edited_autoscaled_zero_baseline_or_terminating_end_clean_without_data_loss() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.apply(&namespace("demo", &[])).await;
     // Surged to 3 by the Go controller, then scaled to 5 by a user: the user's 5 stays.
     env.apply(&deployment("demo", "edited", 5, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
@@ -374,7 +374,7 @@ async fn go_leftovers_edited_autoscaled_zero_baseline_or_terminating_end_clean_w
 /// Ours reverts the surge, releases the finalizers, and adopts the PDB in place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_switch_over_from_the_go_project_mid_surge_adopts_its_pdb_without_recreating_it() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&deployment("demo", "web", 3, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
     let deployment_uid = env.deployment_now("demo", "web").expect("web")["metadata"]["uid"].clone();
@@ -426,7 +426,7 @@ async fn a_switch_over_from_the_go_project_mid_surge_adopts_its_pdb_without_recr
 /// after the cooldown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_write_on_one_deployment_holds_back_no_other_surge_or_revert() {
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     // 20 Deployments with their only pod on node-1, behind a PDB allowing no disruption.

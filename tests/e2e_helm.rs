@@ -289,7 +289,7 @@ fn bad_values_and_the_kube_system_namespace_are_refused_naming_the_problem() {
 /// A real control plane with nothing of the product on it.
 async fn bare_cluster(service_network: bool) -> Env {
     let options = ClusterOptions { service_network, bare: true, ..ClusterOptions::default() };
-    Env::start_real_with(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }, options).await
+    Env::start_with(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }, options).await
 }
 
 /// The release namespace as the chart README creates it.

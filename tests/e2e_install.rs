@@ -75,7 +75,7 @@ fn product_creates(env: &Env, resource: &str) -> usize {
 /// A real control plane of `nodes` nodes whose apiserver reaches Services.
 async fn cluster(nodes: usize) -> Env {
     let options = ClusterOptions { service_network: true, ..ClusterOptions::default() };
-    Env::start_real_with(BIN, ClusterShape { nodes, pods_per_node: 110 }, options).await
+    Env::start_with(BIN, ClusterShape { nodes, pods_per_node: 110 }, options).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

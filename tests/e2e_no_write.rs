@@ -47,7 +47,7 @@ async fn wait_quiet(what: &str, quiet: Duration, last_write: impl Fn() -> Option
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 1, 1).await;
@@ -64,7 +64,7 @@ async fn an_eviction_on_a_node_that_is_not_draining_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_side_dry_run_drain_writes_nothing() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 1, 1).await;
@@ -95,7 +95,7 @@ async fn a_server_side_dry_run_drain_writes_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_out_of_scope_is_never_written() {
     // One node: both Deployments' pods share it; the in-scope one is the marker.
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&namespace("elsewhere", &[])).await;
@@ -123,7 +123,7 @@ async fn a_namespace_out_of_scope_is_never_written() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 2, 1).await;
@@ -169,7 +169,7 @@ async fn a_drain_the_pdb_allows_anyway_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_drain_costs_two_scale_writes_and_at_most_two_status_writes_then_idle_only_the_lease() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&FLAGS).await;
     env.apply(&namespace("demo", &[])).await;
     env.protected_workload("demo", "web", 1, 1).await;
@@ -231,6 +231,6 @@ async fn a_blocked_drain_costs_two_scale_writes_and_at_most_two_status_writes_th
         .filter(|r| r.seq > start && r.user_agent.starts_with(PRODUCT_AGENT))
         .collect();
     let other: Vec<_> = idle.iter().filter(|r| r.verb != "watch" && r.resource != "leases").collect();
-    assert_eq!(other, Vec::<&kube_sim::RequestRecord>::new(), "idle traffic beyond watches and the Lease");
+    assert_eq!(other, Vec::<&support::Request>::new(), "idle traffic beyond watches and the Lease");
     assert!(idle.iter().any(|r| r.resource == "leases"), "the Lease was renewed while idle");
 }

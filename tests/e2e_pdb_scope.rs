@@ -6,13 +6,13 @@ use e2e_support as support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::pdbs::{CRD, ENABLE, PDB_CREATE, ours, pdb_gvr};
+use support::pdbs::{CRD, ENABLE, PDB_CREATE, ours, pdbs};
 use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 
 async fn cluster(extra: &[&str]) -> Env {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let mut flags = vec!["--pdb-create=true", "--actioned-namespaces=apps"];
     flags.extend_from_slice(extra);
     env.start_product(&flags).await;
@@ -27,7 +27,7 @@ async fn annotate_namespace(env: &Env, value: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn user_pdbs_first_or_after_ours_remain_alone_and_are_never_written() {
     let env = cluster(&["--cooldown=2s", "--signal-window=10s"]).await;
-    let added = env.record_added(&pdb_gvr(), "apps");
+    let added = env.record_added(&pdbs(), "apps");
     // `first`: the user's PDB exists before the Deployment (minAvailable = replicas, so a
     // drain needs a surge). `after`: the user's PDB arrives once ours exists.
     env.apply(&pdb("apps", "first-pdb", "first", json!({"minAvailable": 2}))).await;

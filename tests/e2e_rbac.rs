@@ -1,5 +1,5 @@
 //! Least privilege, end to end: the product runs as the shipped ServiceAccount under the real
-//! RBAC authorizer (kube-sim's, in the suites still on it) in every scenario (the harness fails a test on any 403 answered to it). Here one
+//! RBAC authorizer in every scenario (the harness fails a test on any 403 answered to it). Here one
 //! scenario walks every code path that needs a permission — default PDBs created, resized and
 //! deleted, a drain surging a plain Deployment, an HPA and a KEDA ScaledObject, the Lease,
 //! Events, a namespace leaving scope, `cleanup` as the ServiceAccount — and every verb of every rule the shipped Roles grant must
@@ -20,7 +20,7 @@ const APPS: [&str; 3] = ["web", "scaled", "keda"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_permission_the_shipped_roles_grant_is_used() {
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 2, pods_per_node: 110 }).await;
     env.apply(KEDA_CRD).await;
     env.start_product(&[
         "--actioned-namespaces=demo",
@@ -139,7 +139,7 @@ async fn wait_guarded_eas(env: &Env, exists: bool, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_permission_is_reported_without_a_crash_or_a_retry_loop() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.expect_forbidden();
     env.start_product(&["--actioned-namespaces=demo", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("demo", &[])).await;

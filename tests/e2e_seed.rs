@@ -16,7 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 /// command typed exactly as the document prints it (`<namespace>` = shop, `<app-label>` = web).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seeds_verification_steps_hold_cluster_wide_with_pdb_creation() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let config = env.dir.path().join("controller-config.yaml");
     std::fs::write(
         &config,

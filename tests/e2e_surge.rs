@@ -16,7 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_drain_completes_on_real_kubernetes_and_the_deployment_reverts() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     let version: Value =
         serde_json::from_str(&env.kubectl_ok(&["version", "-o", "json"]).await).expect("JSON");
     assert_eq!(version["serverVersion"]["gitVersion"], cluster::kube_version().as_str(), "{version}");

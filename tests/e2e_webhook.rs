@@ -14,7 +14,7 @@ const REQUESTS: &str = "eviction_autoscaler_webhook_requests_total";
 
 /// Two replicas, one per node, behind a PDB that allows one disruption: drains never block.
 async fn env_with_roomy_workload() -> Env {
-    let mut env = Env::start_real(BIN, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
+    let mut env = Env::start(BIN, ClusterShape { nodes: 3, pods_per_node: 110 }).await;
     env.start_product(&["--actioned-namespaces=apps", "--cooldown=2s", "--signal-window=10s"]).await;
     env.apply(&namespace("apps", &[])).await;
     env.protected_workload("apps", "web", 2, 1).await;
@@ -58,7 +58,7 @@ async fn one_signal_per_eviction_and_none_for_a_server_side_dry_run() {
 /// transport error to log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_review_from_the_apiserver_is_answered_413_with_the_reason() {
-    let mut env = Env::start_real(BIN, ClusterShape::default()).await;
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.start_product(&["--actioned-namespaces=apps"]).await;
     env.apply(&namespace("apps", &[])).await;
     // The request just under the apiserver's limit; the review adds the defaults and its own

@@ -5,8 +5,10 @@
 # and, beside KUBE_VERSION's only (the chart's tests run there): helm (Helm 4), helm3 (Helm 3)
 # and crds/ (cert-manager's and prometheus-operator's CRDs, from their modules).
 #
-#   build.sh [version]   version: KUBE_VERSION (the default) or OLDEST_KUBE_VERSION, from
-#                        versions.env; `make cluster-build` builds both.
+#   build.sh [--core] [version]
+#     version: KUBE_VERSION (the default) or OLDEST_KUBE_VERSION, from versions.env;
+#              `make cluster-build` builds both.
+#     --core:  the control plane alone, without Helm and the CRDs (what `make demo` needs).
 #
 # Each version's directory is complete on its own (etcd and kwok too: the Go build cache makes
 # the second copy cheap), so a test points at one directory and nothing else.
@@ -17,10 +19,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 source "$here/versions.env"
 
+core=false
+if [[ "${1:-}" == "--core" ]]; then core=true; shift; fi
 # Only the versions gen-modules.sh wrote a module for can be built.
 version="${1:-$KUBE_VERSION}"
 if [[ "$version" != "$KUBE_VERSION" && "$version" != "$OLDEST_KUBE_VERSION" ]]; then
-  echo "error: cannot build Kubernetes '$version': tests/cluster/versions.env names KUBE_VERSION=$KUBE_VERSION and OLDEST_KUBE_VERSION=$OLDEST_KUBE_VERSION (usage: $0 [$KUBE_VERSION|$OLDEST_KUBE_VERSION])" >&2
+  echo "error: cannot build Kubernetes '$version': tests/cluster/versions.env names KUBE_VERSION=$KUBE_VERSION and OLDEST_KUBE_VERSION=$OLDEST_KUBE_VERSION (usage: $0 [--core] [$KUBE_VERSION|$OLDEST_KUBE_VERSION])" >&2
   exit 2
 fi
 
@@ -80,7 +84,7 @@ fresh "kubernetes-$version" "${k8s_bins[@]}" || {
 fresh "etcd-$ETCD_VERSION" etcd || build "etcd-$ETCD_VERSION" -ldflags "-s -w" .
 fresh "kwok-$KWOK_VERSION" kwok || build "kwok-$KWOK_VERSION" -ldflags "-s -w" tool
 
-if [[ "$version" == "$KUBE_VERSION" ]]; then
+if [[ "$version" == "$KUBE_VERSION" && "$core" == false ]]; then
   # Helm: `helm version` must say the real version (Helm's Makefile sets the same variable).
   build_helm() { # version binary
     local module="helm-$1" major="${1%%.*}" started=$SECONDS

@@ -14,8 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kube_sim::RequestRecord;
-
 use super::audit::{self, AUDIT_POLICY};
 use super::credentials::{kubeconfig, random_token, write_pki};
 use super::kubectl::Kubectl;
@@ -67,6 +65,9 @@ pub struct ClusterOptions {
     /// test installs it (the Helm chart, which refuses objects it does not own), then calls
     /// [`super::Env::write_product_kubeconfig`].
     pub bare: bool,
+    /// etcd and kube-apiserver only: no controllers, scheduler or kubelets, and no nodes (the
+    /// component tests of [`super::apiserver`] state every object, status included).
+    pub apiserver_only: bool,
 }
 
 /// Where the control plane's binaries of `version` are: `$CLUSTER_BIN_DIR` (for the default
@@ -247,6 +248,9 @@ impl ControlPlane {
         plane.wait("kube-apiserver /readyz", Duration::from_secs(120), |p| {
             p.kubectl(&["get", "--raw", "/readyz"]).is_ok_and(|out| out.trim() == "ok")
         })?;
+        if options.apiserver_only {
+            return Ok(plane);
+        }
 
         let kcm = plane.write_kubeconfig("kcm.kubeconfig", "system:kube-controller-manager");
         plane.spawn(
@@ -388,7 +392,7 @@ impl ControlPlane {
     }
 
     /// The audit log as request records ([`audit::requests`]).
-    pub fn requests(&self) -> Vec<RequestRecord> {
+    pub fn requests(&self) -> Vec<super::Request> {
         audit::requests(&self.audit_events())
     }
 

@@ -56,8 +56,7 @@ impl Env {
         BackgroundKubectl { child }
     }
 
-    /// An object as stored right now: kube-sim's in-process read (no request is logged), or
-    /// `kubectl get` on the real control plane.
+    /// An object as stored right now (`kubectl get`).
     pub fn object(
         &self,
         group: &str,
@@ -66,41 +65,23 @@ impl Env {
         namespace: &str,
         name: &str,
     ) -> Option<Value> {
-        match &self.cluster {
-            super::Cluster::Sim(sim) => {
-                let gvr = kube_sim::Gvr::new(group, version, plural);
-                sim.cluster().get(&gvr, Some(namespace), name).ok().map(|o| (*o).clone())
-            }
-            super::Cluster::Real(plane) => {
-                let resource = super::recorder::qualified(&kube_sim::Gvr::new(group, version, plural));
-                let args = ["get", resource.as_str(), name, "-n", namespace, "-o", "json"];
-                let text = tokio::task::block_in_place(|| plane.kubectl(&args)).ok()?;
-                serde_json::from_str(&text).ok()
-            }
-        }
+        let resource = super::Resource::new(group, version, plural).qualified();
+        let args = ["get", resource.as_str(), name, "-n", namespace, "-o", "json"];
+        let text = tokio::task::block_in_place(|| self.cluster.kubectl(&args)).ok()?;
+        serde_json::from_str(&text).ok()
     }
 
-    /// Every object of `gvr` in `namespace` (all namespaces when empty) right now.
-    pub fn objects(&self, gvr: &kube_sim::Gvr, namespace: &str) -> Vec<Value> {
-        let ns = (!namespace.is_empty()).then_some(namespace);
-        match &self.cluster {
-            super::Cluster::Sim(sim) => sim
-                .cluster()
-                .list(gvr, ns, &kube_sim::ListOptions::default())
-                .map(|l| l.items.iter().map(|o| (**o).clone()).collect())
-                .unwrap_or_default(),
-            super::Cluster::Real(plane) => {
-                let resource = super::recorder::qualified(gvr);
-                let mut args = vec!["get", resource.as_str(), "-o", "json"];
-                match ns {
-                    Some(namespace) => args.extend(["-n", namespace]),
-                    None => args.push("-A"),
-                }
-                let text = tokio::task::block_in_place(|| plane.kubectl(&args)).unwrap_or_default();
-                let list: Value = serde_json::from_str(&text).unwrap_or_default();
-                list["items"].as_array().cloned().unwrap_or_default()
-            }
+    /// Every object of `resource` in `namespace` (all namespaces when empty) right now.
+    pub fn objects(&self, resource: &super::Resource, namespace: &str) -> Vec<Value> {
+        let qualified = resource.qualified();
+        let mut args = vec!["get", qualified.as_str(), "-o", "json"];
+        match namespace {
+            "" => args.push("-A"),
+            namespace => args.extend(["-n", namespace]),
         }
+        let text = tokio::task::block_in_place(|| self.cluster.kubectl(&args)).unwrap_or_default();
+        let list: Value = serde_json::from_str(&text).unwrap_or_default();
+        list["items"].as_array().cloned().unwrap_or_default()
     }
 
     /// Deployment `namespace/name` right now.
@@ -174,38 +155,28 @@ impl Env {
     }
 
     /// Product writes to `resource` (plural), whatever their outcome, in order.
-    pub fn product_writes_to(&self, resource: &str) -> Vec<kube_sim::RequestRecord> {
+    pub fn product_writes_to(&self, resource: &str) -> Vec<super::Request> {
         self.product_writes().into_iter().filter(|r| r.resource == resource).collect()
     }
 
     /// Product writes to `resource` that took effect: a 409 is a conditional write that lost a
     /// race with another writer (on a real cluster, often a controller's status update) and is
     /// re-read and planned again.
-    pub fn acknowledged_writes_to(&self, resource: &str) -> Vec<kube_sim::RequestRecord> {
+    pub fn acknowledged_writes_to(&self, resource: &str) -> Vec<super::Request> {
         self.product_writes_to(resource).into_iter().filter(|r| r.succeeded()).collect()
     }
 }
 
 impl Env {
-    /// Freezes every kubelet: no pod becomes Ready, no terminating pod goes away (kube-sim's
-    /// kubelet paused, or kwok stopped with SIGSTOP).
+    /// Freezes every kubelet (kwok stopped with SIGSTOP): no pod becomes Ready, no terminating
+    /// pod goes away.
     pub fn pause_kubelets(&self) {
-        match &self.cluster {
-            super::Cluster::Sim(sim) => {
-                sim.behaviour().expect("kube-sim runs its controllers").pause("kubelet")
-            }
-            super::Cluster::Real(plane) => plane.signal("kwok", "STOP"),
-        }
+        self.cluster.signal("kwok", "STOP");
     }
 
     /// Lets the kubelets go on after [`Env::pause_kubelets`].
     pub fn resume_kubelets(&self) {
-        match &self.cluster {
-            super::Cluster::Sim(sim) => {
-                sim.behaviour().expect("kube-sim runs its controllers").resume("kubelet")
-            }
-            super::Cluster::Real(plane) => plane.signal("kwok", "CONT"),
-        }
+        self.cluster.signal("kwok", "CONT");
     }
 
     /// SIGKILLs `Env::product` and waits until the process is gone (its ports are free), so a

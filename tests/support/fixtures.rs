@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Cluster, Env, wait_for};
+use super::{Env, wait_for};
 
 /// A Deployment `name` in `namespace` (label `app=<name>`), with optional annotations.
 pub fn deployment(namespace: &str, name: &str, replicas: i32, annotations: &[(&str, &str)]) -> String {
@@ -69,13 +69,7 @@ impl Env {
     pub async fn wait_ready(&self, namespace: &str, name: &str, replicas: i64) {
         let what = format!("{namespace}/{name} to have {replicas} Ready replicas");
         wait_for(&what, Duration::from_secs(60), || async move {
-            let d = match &self.cluster {
-                Cluster::Sim(sim) => {
-                    let gvr = kube_sim::Gvr::new("apps", "v1", "deployments");
-                    sim.cluster().get(&gvr, Some(namespace), name).ok().map(|d| (*d).clone())
-                }
-                Cluster::Real(_) => self.get(&["deployment", "-n", namespace, name]).await,
-            };
+            let d = self.get(&["deployment", "-n", namespace, name]).await;
             d.filter(|d| d["status"]["readyReplicas"].as_i64() == Some(replicas)).map(|_| ())
         })
         .await;
@@ -99,7 +93,7 @@ impl Env {
         out
     }
 
-    /// Eviction requests kube-sim answered, as (pod, HTTP code), in order.
+    /// Eviction requests the apiserver answered, as (pod, HTTP code), in order.
     pub fn evictions(&self) -> Vec<(String, u16)> {
         self.requests()
             .into_iter()

@@ -6,23 +6,22 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 
 use super::autoscalers::KEDA_CRD;
-use super::{Cluster, Env, Recorder};
+use super::{Env, Recorder, Resource};
 
 impl Env {
     /// KEDA's CRD, and its operator as far as the product meets it: every ScaledObject in `namespace`
     /// gets the HPA KEDA generates (`keda-hpa-<name>`, controlled by the ScaledObject, its
     /// `minReplicas`/`maxReplicas` from `minReplicaCount`/`maxReplicaCount`), rewritten
-    /// wholesale whenever the ScaledObject changes; the real HPA controller then scales. kube-sim
-    /// emulates this itself (None). KEDA's own operator is not built here: its module pulls
-    /// every scaler's cloud SDK, minutes of build for this one behaviour
-    /// (tests/cluster/README.md). Runs until the returned recorder is dropped.
-    pub async fn install_keda(&self, namespace: &str) -> Option<Recorder<()>> {
+    /// wholesale whenever the ScaledObject changes; the real HPA controller then scales. KEDA's
+    /// own operator is not built here: its module pulls every scaler's cloud SDK, minutes of
+    /// build for this one behaviour (tests/cluster/README.md). Runs until the returned recorder
+    /// is dropped.
+    pub async fn install_keda(&self, namespace: &str) -> Recorder<()> {
         self.apply(KEDA_CRD).await;
-        let Cluster::Real(_) = self.cluster else { return None };
         self.wait_established("scaledobjects.keda.sh").await;
         let kubectl = self.kubectl_runner();
-        let gvr = kube_sim::Gvr::new("keda.sh", "v1alpha1", "scaledobjects");
-        Some(self.watch(&gvr, namespace, None, move |kind, scaled_object| {
+        let scaled_objects = Resource::new("keda.sh", "v1alpha1", "scaledobjects");
+        self.watch(&scaled_objects, namespace, None, move |kind, scaled_object| {
             if kind != "DELETED" {
                 let hpa = keda_hpa(scaled_object).to_string();
                 let mut child = kubectl
@@ -37,7 +36,7 @@ impl Env {
                 assert!(status.success(), "the KEDA stand-in could not apply {hpa}");
             }
             None
-        }))
+        })
     }
 }
 

@@ -1,9 +1,6 @@
-//! The one way the tests run kubectl (kubectl-protocol.md §0). The machine's kubectl is a
-//! version dispatcher that asks the server's `/version` and caches discovery under `$HOME`, so
-//! every run gets a private `HOME` and `KUBECACHEDIR`, and the kubeconfig it is meant for; on
-//! the real control plane the kubectl built with it comes first on `PATH`. Only `std`, so
-//! kube-sim's own tests include this file too.
-#![allow(dead_code)] // included by several test crates, each using a part
+//! The one way the tests run kubectl: the kubectl built with the control plane first on `PATH`,
+//! the kubeconfig it is meant for, and a private `HOME` and `KUBECACHEDIR` (kubectl caches
+//! discovery there; tests must not share or leave one).
 
 use std::ffi::OsString;
 use std::path::Path;

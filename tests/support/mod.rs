@@ -1,20 +1,20 @@
-//! The one end-to-end harness (TESTING.md): a cluster — kube-sim in-process, or the real
-//! control plane of `tests/cluster/` ([`cluster::ControlPlane`]) — certificates from the real
-//! binary, the product's CRD and webhook configuration applied with the real `kubectl`, the
-//! real `eviction-autoscaler` binary as a child process, and helpers to read the request log
-//! (kube-sim's, or the apiserver's audit log). A library crate (`e2e-support`) that every
-//! scenario, the demo and `make cluster` use; none copies it.
+//! The one end-to-end harness: the real control plane of `tests/cluster/`
+//! ([`cluster::ControlPlane`]), certificates from the real binary, the product's CRD and
+//! webhook configuration applied with the real `kubectl`, the real `eviction-autoscaler`
+//! binary as a child process, and the apiserver's audit log as the request log. A library
+//! crate (`e2e-support`) that every scenario, the component tests against a bare apiserver
+//! ([`apiserver`]), the demo and `make cluster` use; none copies it.
 //!
 //! Adding a scenario: create `tests/e2e_<topic>.rs` (found without editing any list; nextest
 //! puts it in the `end-to-end` group) starting with `use e2e_support as support;`.
-//! Each test starts its own cluster, `Env::start_real(BIN, ClusterShape { .. })`, so tests never
+//! Each test starts its own cluster, `Env::start(BIN, ClusterShape { .. })`, so tests never
 //! share nodes, namespaces or drains (the product holds surges while *any* node drains). Then
 //! `env.start_product(&flags)`, objects with `env.apply(..)` ([`deployment`], [`pdb`],
 //! [`namespace`]), `kubectl` as an operator types it ([`Env::kubectl_combined`], [`Env::sh`]),
 //! object histories with [`Env::record_deployment`] (a watch: no state is missed), and the
 //! audit log through [`Env::requests`]. Wait with [`wait_for`] and a generous deadline; never
 //! sleep and hope. The install tests start theirs with the service network
-//! ([`Env::start_real_with`]), so the apiserver calls the webhook through its shipped Service.
+//! ([`Env::start_with`]), so the apiserver calls the webhook through its shipped Service.
 //! `CLUSTER_VERSION=oldest` runs any of them on the oldest supported Kubernetes.
 //! `E2E_KEEP_DIRS=1` keeps the logs and the audit log of a failed run.
 
@@ -23,31 +23,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use kube_sim::controllers::ClusterBehaviour;
-use kube_sim::{RequestRecord, Server, ServerOptions};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 /// Namespace and name of the webhook Service in `deploy/base/webhook.yaml`.
 pub const SERVICE: (&str, &str) = ("eviction-autoscaler", "eviction-autoscaler");
-/// The namespace and ServiceAccount the product runs as (deploy/base): under kube-sim's RBAC,
-/// with the shipped ClusterRole and Role.
+/// The namespace and ServiceAccount the product runs as (deploy/base), under the apiserver's
+/// RBAC with the shipped ClusterRole and Role.
 pub const PRODUCT_ACCOUNT: (&str, &str) = ("eviction-autoscaler", "eviction-autoscaler");
 /// The product's User-Agent prefix: how the request log tells its requests apart.
 pub const PRODUCT_AGENT: &str = "eviction-autoscaler/";
 
-/// The cluster a test runs on.
-pub enum Cluster {
-    /// kube-sim, in-process.
-    Sim(Server),
-    /// The real control plane, built from the Go modules.
-    Real(cluster::ControlPlane),
-}
-
 /// A cluster, certificates, and at most one product process.
 pub struct Env {
     pub dir: tempfile::TempDir,
-    pub cluster: Cluster,
+    pub cluster: cluster::ControlPlane,
     pub bin: PathBuf,
     /// Where the cluster sends admission requests (changed by [`Env::route_webhook_to`]).
     webhook_addr: std::sync::Mutex<SocketAddr>,
@@ -59,11 +49,12 @@ pub struct Env {
     forbidden_expected: std::sync::atomic::AtomicBool,
 }
 
+pub use audit::Request;
 pub use cluster::{ClusterOptions, ClusterShape};
 #[allow(unused_imports)] // each scenario uses a part
 pub use fixtures::{deployment, namespace, pdb};
 pub use kubectl::Kubectl;
-pub use recorder::{DeploymentState, Recorder};
+pub use recorder::{DeploymentState, Recorder, Resource};
 
 /// A loopback address nothing listens on yet (bound then released): where the webhook Service
 /// points before a product starts. Products never use it: they bind port 0 and report theirs,
@@ -74,54 +65,35 @@ pub fn free_addr() -> SocketAddr {
 }
 
 impl Env {
-    /// Starts kube-sim with `shape`, routes the webhook Service to a local port, writes
+    /// Starts the real control plane with `shape` (see [`cluster::ControlPlane::start`]), writes
     /// certificates with the product's `certs` command, and applies the CRD and the webhook
-    /// configuration (with its `caBundle`) with kubectl.
+    /// configuration (with its `caBundle`) with kubectl; the webhook is reached at a
+    /// `clientConfig.url` on loopback (the Service has no route to a local process).
     pub async fn start(bin: impl Into<PathBuf>, shape: ClusterShape) -> Env {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let webhook_addr = free_addr();
-        let behaviour = ClusterBehaviour {
-            nodes: shape.nodes,
-            pods_per_node: shape.pods_per_node,
-            pod_ready_delay: Duration::from_secs(1),
-            termination_grace_scale: 0.05,
-            ..ClusterBehaviour::default()
-        }
-        .with_service_endpoint(SERVICE.0, SERVICE.1, webhook_addr);
-        let options = ServerOptions::new(dir.path().join("kubeconfig")).with_behaviour(behaviour);
-        let sim = Server::start(options).await.expect("kube-sim starts");
-        let env = Env::new(dir, Cluster::Sim(sim), bin.into(), webhook_addr);
-        env.prepare().await;
-        env
+        Env::start_with(bin, shape, ClusterOptions::default()).await
     }
 
-    /// Starts the real control plane with `shape` (see [`cluster::ControlPlane::start`]), then
-    /// prepares it as [`Env::start`] does; the webhook is reached at a `clientConfig.url` on
-    /// loopback (the Service has no route to a local process).
-    pub async fn start_real(bin: impl Into<PathBuf>, shape: ClusterShape) -> Env {
-        Env::start_real_with(bin, shape, ClusterOptions::default()).await
-    }
-
-    /// [`Env::start_real`] with `options` (the service network that calls the webhook through
+    /// [`Env::start`] with `options` (the service network that calls the webhook through
     /// its shipped `clientConfig.service`).
-    pub async fn start_real_with(
-        bin: impl Into<PathBuf>,
-        shape: ClusterShape,
-        options: ClusterOptions,
-    ) -> Env {
+    pub async fn start_with(bin: impl Into<PathBuf>, shape: ClusterShape, options: ClusterOptions) -> Env {
         let dir = tempfile::tempdir().expect("temp dir");
         let bare = options.bare;
         let plane = tokio::task::spawn_blocking(move || cluster::ControlPlane::start_with(&shape, &options))
             .await
             .expect("the control plane start does not panic");
-        let env = Env::new(dir, Cluster::Real(plane), bin.into(), free_addr());
+        let env = Env::new(dir, plane, bin.into(), free_addr());
         if !bare {
             env.prepare().await;
         }
         env
     }
 
-    fn new(dir: tempfile::TempDir, cluster: Cluster, bin: PathBuf, webhook_addr: SocketAddr) -> Env {
+    fn new(
+        dir: tempfile::TempDir,
+        cluster: cluster::ControlPlane,
+        bin: PathBuf,
+        webhook_addr: SocketAddr,
+    ) -> Env {
         let env = Env {
             dir,
             cluster,
@@ -149,32 +121,12 @@ impl Env {
     /// The product's kubeconfig: a token of the shipped ServiceAccount (which must exist).
     pub fn write_product_kubeconfig(&self) {
         let (namespace, account) = PRODUCT_ACCOUNT;
-        match &self.cluster {
-            Cluster::Sim(sim) => sim
-                .write_service_account_kubeconfig(namespace, account, self.product_kubeconfig())
-                .expect("the product's kubeconfig"),
-            Cluster::Real(plane) => {
-                plane.write_service_account_kubeconfig(namespace, account, &self.product_kubeconfig())
-            }
-        }
-    }
-
-    /// kube-sim, for the tests that reach into it (its controllers, its request hooks).
-    pub fn sim(&self) -> &Server {
-        match &self.cluster {
-            Cluster::Sim(sim) => sim,
-            Cluster::Real(_) => {
-                panic!("this step needs kube-sim, and the test runs on the real control plane")
-            }
-        }
+        self.cluster.write_service_account_kubeconfig(namespace, account, &self.product_kubeconfig());
     }
 
     /// The admin kubeconfig of the cluster.
     pub fn kubeconfig(&self) -> PathBuf {
-        match &self.cluster {
-            Cluster::Sim(sim) => sim.kubeconfig_path().to_owned(),
-            Cluster::Real(plane) => plane.kubeconfig_path(),
-        }
+        self.cluster.kubeconfig_path()
     }
 
     /// This test makes the cluster refuse product writes with 403 on purpose.
@@ -221,9 +173,9 @@ impl Env {
         assert!(status.success(), "eviction-autoscaler certs failed");
     }
 
-    /// Applies `deploy/base/webhook.yaml` with every `caBundle` set to our CA. On the real
-    /// control plane without a service network each webhook's `clientConfig.service` becomes a
-    /// `url` on loopback at `webhook_addr`, with the same path.
+    /// Applies `deploy/base/webhook.yaml` with every `caBundle` set to our CA. Without a service
+    /// network each webhook's `clientConfig.service` becomes a `url` on loopback at
+    /// `webhook_addr`, with the same path.
     pub async fn register_webhook(&self) {
         use base64::Engine as _;
         let text =
@@ -234,9 +186,7 @@ impl Env {
         for hook in config["webhooks"].as_array_mut().expect("webhooks") {
             let client = &mut hook["clientConfig"];
             client["caBundle"] = Value::String(bundle.clone());
-            if let Cluster::Real(plane) = &self.cluster
-                && !plane.has_service_network()
-            {
+            if !self.cluster.has_service_network() {
                 let path = client["service"]["path"].as_str().unwrap_or("/").to_owned();
                 let addr = *self.webhook_addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 client["url"] = Value::String(format!("https://{addr}{path}"));
@@ -246,27 +196,19 @@ impl Env {
         self.apply_json(&config).await;
     }
 
-    /// Points the webhook at `addr`: kube-sim's Service endpoint, the real Service's
-    /// ClusterIP (service network), or the real apiserver's `clientConfig.url`s.
+    /// Points the webhook at `addr`: the Service's ClusterIP (service network), or the
+    /// apiserver's `clientConfig.url`s.
     pub async fn route_webhook_to(&self, addr: SocketAddr) {
         *self.webhook_addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = addr;
-        match &self.cluster {
-            Cluster::Sim(sim) => {
-                let behaviour = sim.behaviour().expect("kube-sim runs its controllers");
-                behaviour.set_service_endpoint(SERVICE.0, SERVICE.1, addr);
-            }
-            Cluster::Real(plane) if plane.has_service_network() => {
-                let service =
-                    self.object("", "v1", "services", SERVICE.0, SERVICE.1).expect("the webhook Service");
-                let ip: std::net::IpAddr = service["spec"]["clusterIP"]
-                    .as_str()
-                    .and_then(|ip| ip.parse().ok())
-                    .expect("a ClusterIP");
-                // The apiserver dials it only if the webhook configuration names a port of the
-                // Service.
-                plane.route_service((ip, cluster::SERVICE_PORT).into(), addr);
-            }
-            Cluster::Real(_) => self.register_webhook().await,
+        if self.cluster.has_service_network() {
+            let service =
+                self.object("", "v1", "services", SERVICE.0, SERVICE.1).expect("the webhook Service");
+            let ip: std::net::IpAddr =
+                service["spec"]["clusterIP"].as_str().and_then(|ip| ip.parse().ok()).expect("a ClusterIP");
+            // The apiserver dials it only if the webhook configuration names a port of the Service.
+            self.cluster.route_service((ip, cluster::SERVICE_PORT).into(), addr);
+        } else {
+            self.register_webhook().await;
         }
     }
 
@@ -330,15 +272,10 @@ impl Env {
         child.wait_with_output().await.expect("kubectl runs")
     }
 
-    /// kubectl with the cluster's admin kubeconfig and the test's private HOME; on the real
-    /// control plane the kubectl of its version (the machine's dispatcher ships none inside
-    /// the skew).
+    /// kubectl of the control plane's version (built with it), with the cluster's admin
+    /// kubeconfig and the test's private HOME.
     pub fn kubectl_runner(&self) -> Kubectl {
-        let kubectl = Kubectl::new(&self.kubeconfig(), &self.dir.path().join("home"));
-        match &self.cluster {
-            Cluster::Real(plane) => kubectl.first_on_path(plane.bin_dir()),
-            Cluster::Sim(_) => kubectl,
-        }
+        Kubectl::new(&self.kubeconfig(), &self.dir.path().join("home")).first_on_path(self.cluster.bin_dir())
     }
 
     /// Runs kubectl and fails the test with its stderr if it fails; returns stdout.
@@ -372,29 +309,19 @@ impl Env {
         out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("kubectl -o json"))
     }
 
-    /// Every request the cluster has seen, in order of arrival: kube-sim's request log, or
-    /// the real apiserver's audit log.
-    pub fn requests(&self) -> Vec<RequestRecord> {
-        match &self.cluster {
-            Cluster::Sim(sim) => sim.cluster().request_log().records(),
-            Cluster::Real(plane) => plane.requests(),
-        }
+    /// Every request the apiserver has seen (its audit log), in order of arrival.
+    pub fn requests(&self) -> Vec<Request> {
+        self.cluster.requests()
     }
 
-    /// The real apiserver's audit events (JSON), in order of arrival.
+    /// The apiserver's audit events (JSON), in order of arrival.
     pub fn audit_events(&self) -> Vec<Value> {
-        match &self.cluster {
-            Cluster::Real(plane) => plane.audit_events(),
-            Cluster::Sim(_) => panic!("kube-sim keeps a request log, not an audit log"),
-        }
+        self.cluster.audit_events()
     }
 
-    /// The real apiserver's log so far (why a webhook call failed, for one).
+    /// The apiserver's log so far (why a webhook call failed, for one).
     pub fn apiserver_log(&self) -> String {
-        match &self.cluster {
-            Cluster::Real(plane) => plane.log("kube-apiserver"),
-            Cluster::Sim(_) => panic!("kube-sim has no apiserver log"),
-        }
+        self.cluster.log("kube-apiserver")
     }
 
     /// Admission webhook calls that failed and were let through (`failurePolicy: Ignore`):
@@ -409,7 +336,7 @@ impl Env {
     }
 
     /// Writes (create/update/patch/delete) made by the product.
-    pub fn product_writes(&self) -> Vec<RequestRecord> {
+    pub fn product_writes(&self) -> Vec<Request> {
         self.requests()
             .into_iter()
             .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT) && r.is_write())
@@ -503,15 +430,14 @@ impl Drop for Env {
             return;
         }
         let requests = self.requests();
-        // kube-sim is measured against the real apiserver on every kind of request the product
-        // makes: a new kind needs a differential scenario first.
-        let unmeasured = audit::unlisted_product_requests(&requests, PRODUCT_AGENT);
+        // Every kind of request the product makes is listed: a new one is a reviewed change.
+        let unlisted = audit::unlisted_product_requests(&requests, PRODUCT_AGENT);
         if std::env::var_os(audit::RECORD_PRODUCT_REQUESTS).is_some() {
-            audit::record_product_requests(&unmeasured);
+            audit::record_product_requests(&unlisted);
         } else {
             assert!(
-                unmeasured.is_empty(),
-                "the product made requests of kinds {} does not list (add each with a scenario in tests/differential/ that sends it): {unmeasured:#?}",
+                unlisted.is_empty(),
+                "the product made requests of kinds {} does not list (review the RBAC and load each needs, then add it): {unlisted:#?}",
                 audit::PRODUCT_REQUESTS
             );
         }
@@ -592,6 +518,7 @@ pub fn repo_path(relative: &str) -> String {
     repo_root().join(relative).display().to_string()
 }
 
+pub mod apiserver;
 pub mod audit;
 pub mod autoscalers;
 pub mod cert_manager;
@@ -608,6 +535,6 @@ pub mod netns;
 pub mod pdbs;
 pub mod rbac;
 pub mod recorder;
-pub mod review_recorder;
 pub mod scenario;
 pub mod stalled;
+pub mod webhook;

@@ -1,12 +1,11 @@
-//! Default-PDB helpers: read PDBs straight from kube-sim, count the product's writes to them,
-//! record the order in which objects were first stored (cluster-wide `resourceVersion`s).
+//! Default-PDB helpers: read PDBs, count the product's writes to them, record the order in
+//! which objects were first stored (cluster-wide `resourceVersion`s).
 
 use std::time::Duration;
 
-use kube_sim::{Gvr, RequestRecord};
 use serde_json::Value;
 
-use super::{Env, PRODUCT_AGENT, Recorder, wait_for};
+use super::{Env, PRODUCT_AGENT, Recorder, Request, Resource, wait_for};
 
 /// Suffix of every default PDB name (`<deployment>-eviction-autoscaler`).
 pub const SUFFIX: &str = "-eviction-autoscaler";
@@ -18,8 +17,8 @@ pub const TARGET: &str = "target";
 pub const PDB_CREATE: &str = "eviction-autoscaler.azure.com/pdb-create";
 pub const ENABLE: &str = "eviction-autoscaler.azure.com/enable";
 
-pub fn pdb_gvr() -> Gvr {
-    Gvr::new("policy", "v1", "poddisruptionbudgets")
+pub fn pdbs() -> Resource {
+    Resource::new("policy", "v1", "poddisruptionbudgets")
 }
 
 /// The default PDB name of Deployment `deployment` (short names only).
@@ -33,9 +32,9 @@ pub fn is_owned(pdb: &Value) -> bool {
 }
 
 impl Env {
-    /// Every PDB in `namespace` (all namespaces when empty), from kube-sim's store.
+    /// Every PDB in `namespace` (all namespaces when empty).
     pub fn pdbs(&self, namespace: &str) -> Vec<Value> {
-        self.objects(&pdb_gvr(), namespace)
+        self.objects(&pdbs(), namespace)
     }
 
     /// Sorted names of the PDBs in `namespace`.
@@ -79,9 +78,9 @@ impl Env {
     }
 
     /// Writes the product made to PDB `namespace/name` (update, patch, delete; any answer).
-    /// Creates are left out (kube-sim logs them without a name, the audit log with one):
-    /// count them with [`Env::record_added`] instead.
-    pub fn product_pdb_writes(&self, namespace: &str, name: &str) -> Vec<RequestRecord> {
+    /// Creates are left out: count them with [`Env::record_added`] or
+    /// [`Env::product_pdb_creates`].
+    pub fn product_pdb_writes(&self, namespace: &str, name: &str) -> Vec<Request> {
         self.requests()
             .into_iter()
             .filter(|r| {
@@ -96,7 +95,7 @@ impl Env {
     }
 
     /// Successful PDB creates by the product in `namespace` (all namespaces when empty).
-    pub fn product_pdb_creates(&self, namespace: &str) -> Vec<RequestRecord> {
+    pub fn product_pdb_creates(&self, namespace: &str) -> Vec<Request> {
         self.requests()
             .into_iter()
             .filter(|r| {
@@ -111,7 +110,7 @@ impl Env {
 
     /// Records every state of the PDBs in `namespace` (name, `spec.minAvailable`).
     pub fn record_pdb_min_available(&self, namespace: &str) -> Recorder<(String, Value)> {
-        self.watch(&pdb_gvr(), namespace, None, |_, o| {
+        self.watch(&pdbs(), namespace, None, |_, o| {
             Some((
                 o["metadata"]["name"].as_str().unwrap_or_default().to_owned(),
                 o["spec"]["minAvailable"].clone(),

@@ -1,9 +1,9 @@
 //! Least privilege, checked against what the product really did: the rules of the shipped
-//! Roles and ClusterRoles, matched with kube-sim's request log the way the RBAC authorizer
+//! Roles and ClusterRoles, matched with the apiserver's audit log the way the RBAC authorizer
 //! matches a request (verb, API group, resource[/subresource], resourceNames — a list or watch
 //! pinned with `fieldSelector=metadata.name=X` counts as naming X).
 
-use kube_sim::RequestRecord;
+use super::Request;
 use serde_json::Value;
 
 use super::{PRODUCT_AGENT, repo_path};
@@ -55,7 +55,7 @@ pub fn grants(file: &str) -> Vec<Grant> {
 }
 
 /// The object a request names: its path's name, or a list/watch's `metadata.name` selector.
-fn named(record: &RequestRecord) -> String {
+fn named(record: &Request) -> String {
     if !record.name.is_empty() {
         return record.name.clone();
     }
@@ -68,7 +68,7 @@ fn named(record: &RequestRecord) -> String {
         .unwrap_or_default()
 }
 
-fn covers(grant: &Grant, record: &RequestRecord) -> bool {
+fn covers(grant: &Grant, record: &Request) -> bool {
     let resource = if record.subresource.is_empty() {
         record.resource.clone()
     } else {
@@ -81,8 +81,8 @@ fn covers(grant: &Grant, record: &RequestRecord) -> bool {
 }
 
 /// The grants in `grants` that no product request in `requests` used.
-pub fn unused<'a>(grants: &'a [Grant], requests: &[RequestRecord]) -> Vec<&'a Grant> {
-    let product: Vec<&RequestRecord> = requests
+pub fn unused<'a>(grants: &'a [Grant], requests: &[Request]) -> Vec<&'a Grant> {
+    let product: Vec<&Request> = requests
         .iter()
         .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT) && !matches!(r.code, 401 | 403))
         .collect();

@@ -1,22 +1,19 @@
-//! What objects went through, recorded by a watch in the background: kube-sim's in-process
-//! watch, or `kubectl get -w --output-watch-events` on the real control plane. No sample is
-//! missed, unlike polling.
+//! What objects went through, recorded by a watch in the background (`kubectl get -w
+//! --output-watch-events`). No sample is missed, unlike polling.
 
 use std::collections::HashSet;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use kube_sim::Gvr;
 use serde_json::Value;
 
-use super::{Cluster, Env};
+use super::Env;
 
 /// States collected by a background watch; stops when dropped.
 pub struct Recorder<T> {
     states: Arc<Mutex<Vec<T>>>,
-    task: Option<tokio::task::JoinHandle<()>>,
-    watch: Option<Child>,
+    watch: Child,
 }
 
 impl<T: Clone> Recorder<T> {
@@ -37,23 +34,18 @@ impl<T: Clone> Recorder<T> {
 
 impl<T> Drop for Recorder<T> {
     fn drop(&mut self) {
-        if let Some(task) = &self.task {
-            task.abort();
-        }
-        if let Some(child) = &mut self.watch {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        let _ = self.watch.kill();
+        let _ = self.watch.wait();
     }
 }
 
 impl Env {
-    /// Watches `gvr` in `namespace` (only object `name` when given) from now on, starting
+    /// Watches `resource` in `namespace` (only object `name` when given) from now on, starting
     /// with the objects that exist, and records what `keep` makes of each event: its type
     /// (`ADDED`, `MODIFIED`, `DELETED`) and object; `None` records nothing.
     pub fn watch<T: Send + 'static>(
         &self,
-        gvr: &Gvr,
+        resource: &Resource,
         namespace: &str,
         name: Option<&str>,
         mut keep: impl FnMut(&str, &Value) -> Option<T> + Send + 'static,
@@ -69,91 +61,60 @@ impl Env {
                 sink.lock().unwrap_or_else(PoisonError::into_inner).push(state);
             }
         };
-        match &self.cluster {
-            Cluster::Sim(sim) => {
-                use futures::StreamExt as _;
-                let opts = kube_sim::WatchOptions {
-                    field_selector: name.map(|n| format!("metadata.name={n}")),
-                    timeout: Some(Duration::from_secs(3600)),
-                    ..Default::default()
-                };
-                let mut stream = sim.cluster().watch(gvr, Some(namespace), &opts).expect("watch");
-                let task = tokio::spawn(async move {
-                    while let Some(event) = stream.next().await {
-                        let kind = match event.event_type {
-                            kube_sim::WatchEventType::Added => "ADDED",
-                            kube_sim::WatchEventType::Modified => "MODIFIED",
-                            kube_sim::WatchEventType::Deleted => "DELETED",
-                            _ => continue,
-                        };
-                        record(kind, &event.object);
-                    }
-                });
-                Recorder { states, task: Some(task), watch: None }
+        let qualified = resource.qualified();
+        // kubectl lists, then watches from the list's resourceVersion: once the audit log shows
+        // its watch, nothing that happens next is missed.
+        let watches = || {
+            self.requests()
+                .iter()
+                .filter(|r| r.verb == "watch" && r.user_agent.starts_with("kubectl"))
+                .filter(|r| r.resource == resource.plural && r.namespace == namespace)
+                .count()
+        };
+        let before = watches();
+        let mut cmd = self.kubectl_runner().command();
+        cmd.args(["get", &qualified]).args(name).args([
+            "-n",
+            namespace,
+            "-w",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ]);
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("kubectl get -w");
+        let stdout = child.stdout.take().expect("kubectl stdout");
+        std::thread::spawn(move || {
+            // Pretty-printed {"type", "object"} events one after another.
+            let events = serde_json::Deserializer::from_reader(std::io::BufReader::new(stdout));
+            for event in events.into_iter::<Value>() {
+                let Ok(event) = event else { break };
+                record(event["type"].as_str().unwrap_or_default(), &event["object"]);
             }
-            Cluster::Real(plane) => {
-                let resource = qualified(gvr);
-                // kubectl lists, then watches from the list's resourceVersion: once the audit
-                // log shows its watch, nothing that happens next is missed.
-                let watches = || {
-                    plane
-                        .requests()
-                        .iter()
-                        .filter(|r| r.verb == "watch" && r.user_agent.starts_with("kubectl"))
-                        .filter(|r| r.resource == gvr.resource && r.namespace == namespace)
-                        .count()
-                };
-                let before = watches();
-                let mut cmd = self.kubectl_runner().command();
-                cmd.args(["get", &resource]).args(name).args([
-                    "-n",
-                    namespace,
-                    "-w",
-                    "--output-watch-events",
-                    "-o",
-                    "json",
-                ]);
-                let mut child = cmd
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("kubectl get -w");
-                let stdout = child.stdout.take().expect("kubectl stdout");
-                std::thread::spawn(move || {
-                    // Pretty-printed {"type", "object"} events one after another.
-                    let events = serde_json::Deserializer::from_reader(std::io::BufReader::new(stdout));
-                    for event in events.into_iter::<Value>() {
-                        let Ok(event) = event else { break };
-                        record(event["type"].as_str().unwrap_or_default(), &event["object"]);
-                    }
-                });
-                // Tests run on a multi-threaded runtime; the wait moves its other tasks off
-                // this thread.
-                tokio::task::block_in_place(|| {
-                    let deadline = Instant::now() + Duration::from_secs(30);
-                    while watches() == before {
-                        assert!(
-                            Instant::now() < deadline,
-                            "kubectl get {resource} -w never started watching"
-                        );
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                });
-                Recorder { states, task: None, watch: Some(child) }
+        });
+        // Tests run on a multi-threaded runtime; the wait moves its other tasks off this thread.
+        tokio::task::block_in_place(|| {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while watches() == before {
+                assert!(Instant::now() < deadline, "kubectl get {qualified} -w never started watching");
+                std::thread::sleep(Duration::from_millis(20));
             }
-        }
+        });
+        Recorder { states, watch: child }
     }
 
-    /// Starts recording every version of object `namespace/name` of `gvr`.
-    pub fn record_object(&self, gvr: &Gvr, namespace: &str, name: &str) -> Recorder<Value> {
-        self.watch(gvr, namespace, Some(name), |_, object| Some(object.clone()))
+    /// Starts recording every version of object `namespace/name` of `resource`.
+    pub fn record_object(&self, resource: &Resource, namespace: &str, name: &str) -> Recorder<Value> {
+        self.watch(resource, namespace, Some(name), |_, object| Some(object.clone()))
     }
 
     /// Starts recording every change of Deployment `namespace/name`.
     pub fn record_deployment(&self, namespace: &str, name: &str) -> Recorder<DeploymentState> {
-        let gvr = Gvr::new("apps", "v1", "deployments");
-        self.watch(&gvr, namespace, Some(name), |_, o| {
+        self.watch(&Resource::new("apps", "v1", "deployments"), namespace, Some(name), |_, o| {
             Some(DeploymentState {
                 replicas: o["spec"]["replicas"].as_i64().unwrap_or(1),
                 ready: o["status"]["readyReplicas"].as_i64().unwrap_or(0),
@@ -162,21 +123,21 @@ impl Env {
         })
     }
 
-    /// Records the ADDED events of `gvr` objects in `namespace` from now on.
-    pub fn record_added(&self, gvr: &Gvr, namespace: &str) -> Recorder<Added> {
-        self.record_first(gvr, namespace, |kind, _| kind == "ADDED")
+    /// Records the ADDED events of `resource` objects in `namespace` from now on.
+    pub fn record_added(&self, resource: &Resource, namespace: &str) -> Recorder<Added> {
+        self.record_first(resource, namespace, |kind, _| kind == "ADDED")
     }
 
-    /// Records, per object of `gvr` in `namespace`, the first event from now on for which
+    /// Records, per object of `resource` in `namespace`, the first event from now on for which
     /// `matches(type, object)` holds (e.g. the pod turned Ready).
     pub fn record_first(
         &self,
-        gvr: &Gvr,
+        resource: &Resource,
         namespace: &str,
         matches: fn(&str, &Value) -> bool,
     ) -> Recorder<Added> {
         let mut seen = HashSet::new();
-        self.watch(gvr, namespace, None, move |kind, o| {
+        self.watch(resource, namespace, None, move |kind, o| {
             let name = o["metadata"]["name"].as_str().unwrap_or_default().to_owned();
             (matches(kind, o) && seen.insert(name.clone())).then(|| Added {
                 name,
@@ -205,11 +166,25 @@ pub struct Added {
     pub resource_version: u64,
 }
 
-/// `plural.version.group` as kubectl names a resource unambiguously (`plural` for core).
-pub fn qualified(gvr: &Gvr) -> String {
-    if gvr.group.is_empty() {
-        gvr.resource.clone()
-    } else {
-        format!("{}.{}.{}", gvr.resource, gvr.version, gvr.group)
+/// A kind of object, as the API serves it: group (`""` for core), version, plural.
+#[derive(Clone, Debug)]
+pub struct Resource {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+}
+
+impl Resource {
+    pub fn new(group: &str, version: &str, plural: &str) -> Resource {
+        Resource { group: group.into(), version: version.into(), plural: plural.into() }
+    }
+
+    /// `plural.version.group` as kubectl names a resource unambiguously (`plural` for core).
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}.{}", self.plural, self.version, self.group)
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use kube_sim::RequestRecord;
+use super::Request;
 use serde_json::{Value, json};
 
 use super::{DeploymentState, Env, PRODUCT_AGENT, Recorder, wait_for};
@@ -51,7 +51,7 @@ pub async fn wait_state(
 impl Env {
     /// Successful product writes to Deployment `namespace/name` (the workload itself, not
     /// its Events or EAS).
-    pub fn deployment_writes(&self, namespace: &str, name: &str) -> Vec<RequestRecord> {
+    pub fn deployment_writes(&self, namespace: &str, name: &str) -> Vec<Request> {
         self.product_writes()
             .into_iter()
             .filter(|r| r.resource == "deployments" && r.namespace == namespace && r.name == name)
@@ -60,7 +60,7 @@ impl Env {
     }
 
     /// Product writes to any workload or autoscaler (Deployments, HPAs, ScaledObjects).
-    pub fn workload_writes(&self) -> Vec<RequestRecord> {
+    pub fn workload_writes(&self) -> Vec<Request> {
         self.product_writes()
             .into_iter()
             .filter(|r| {
@@ -70,7 +70,7 @@ impl Env {
     }
 
     /// Pod LIST/WATCH requests by the product with neither a field nor a label selector.
-    pub fn unselective_pod_reads(&self) -> Vec<RequestRecord> {
+    pub fn unselective_pod_reads(&self) -> Vec<Request> {
         self.requests()
             .into_iter()
             .filter(|r| r.user_agent.starts_with(PRODUCT_AGENT) && r.resource == "pods")
