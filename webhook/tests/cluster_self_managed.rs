@@ -488,6 +488,12 @@ async fn an_ageing_ca_is_rotated_in_two_steps_without_a_failed_handshake() {
     let replica = Replica::start(&cluster, short).await;
     let secrets = Api::<Secret>::namespaced(cluster.client().await, NS);
     let first_ca = der_of(&secrets.get(SECRET).await.expect("Secret").data.unwrap_or_default()["ca.crt"].0);
+    // Before the bundle is filled no client could verify anything: not part of the rotation.
+    let ca = cluster.ca_in_secret().await;
+    eventually("caBundle filled", Duration::from_secs(10), || async {
+        cluster.bundles().await.iter().all(|b| *b == ca).then_some(())
+    })
+    .await;
 
     let stop = AtomicBool::new(false);
     let failures = AtomicU64::new(0);
