@@ -85,6 +85,8 @@ pub struct Evaluated {
     pub expired: bool,
     /// Some node is draining.
     pub any_draining: bool,
+    /// When the evaluation began: a trigger after it was not seen by it.
+    pub began: Instant,
 }
 
 /// Every Deployment's memory.
@@ -191,8 +193,9 @@ impl SurgeMemory {
             if !result.surged {
                 m.resumed_at = None;
             }
-            if result.settled {
-                // Else a drain that needed no surge would date the next episode's latency.
+            if result.settled && m.first_trigger.is_some_and(|at| at <= result.began) {
+                // Else a drain that needed no surge would date the next episode's latency. A
+                // trigger that came while this evaluation ran is the next evaluation's to judge.
                 m.first_trigger = None;
             }
             if result.expired {
@@ -244,13 +247,25 @@ mod tests {
     fn a_deployment_with_nothing_to_remember_takes_no_memory() {
         let memory = SurgeMemory::default();
         let (now, horizon) = (Timestamp::now(), SignedDuration::from_secs(60));
-        let idle = Evaluated { surged: false, settled: true, expired: false, any_draining: false };
+        let idle = Evaluated {
+            surged: false,
+            settled: true,
+            expired: false,
+            any_draining: false,
+            began: Instant::now(),
+        };
         memory.evaluated(&key(), idle, now, horizon);
         memory.set_overdue(&key(), false);
         assert_eq!(lock(&memory.0).len(), 0, "an evaluation that found nothing keeps nothing");
 
         memory.record_signal(&key(), signal("a", now), true);
-        let surged = Evaluated { surged: true, settled: false, expired: false, any_draining: true };
+        let surged = Evaluated {
+            surged: true,
+            settled: false,
+            expired: false,
+            any_draining: true,
+            began: Instant::now(),
+        };
         memory.evaluated(&key(), surged, now, horizon);
         let recalled = memory.recall(&key(), now, horizon, true);
         memory.signals_seen(&key(), &recalled);
@@ -289,7 +304,13 @@ mod tests {
         let recalled = memory.recall(&key(), now, horizon, false);
         assert!(recalled.signals.is_empty(), "older than the horizon");
         assert_eq!(recalled.forbidden, None, "the pause ended at now");
-        let expired = Evaluated { surged: false, settled: false, expired: true, any_draining: true };
+        let expired = Evaluated {
+            surged: false,
+            settled: false,
+            expired: true,
+            any_draining: true,
+            began: Instant::now(),
+        };
         memory.evaluated(&key(), expired, now, horizon);
         assert_eq!(memory.recall(&key(), now, horizon, true).expired_at, Some(now));
         assert_eq!(memory.recall(&key(), now, horizon, false).expired_at, None, "no node drains");
@@ -311,12 +332,36 @@ mod tests {
         assert_eq!(memory.take_first_trigger(&key()), None, "an eviction the budget allowed");
 
         memory.triggered(&key(), edge);
-        let waiting = Evaluated { surged: false, settled: false, expired: false, any_draining: true };
+        let waiting = Evaluated {
+            surged: false,
+            settled: false,
+            expired: false,
+            any_draining: true,
+            began: Instant::now(),
+        };
         memory.evaluated(&key(), waiting, now, horizon);
         assert_eq!(memory.take_first_trigger(&key()), Some(edge), "kept while a surge may come");
         memory.triggered(&key(), edge);
-        let idle = Evaluated { surged: false, settled: true, expired: false, any_draining: true };
+        let idle = Evaluated {
+            surged: false,
+            settled: true,
+            expired: false,
+            any_draining: true,
+            began: Instant::now(),
+        };
         memory.evaluated(&key(), idle, now, horizon);
         assert_eq!(memory.take_first_trigger(&key()), None, "no surge was needed");
+    }
+
+    #[test]
+    fn a_trigger_during_an_evaluation_that_needed_no_surge_is_kept_for_the_next() {
+        let memory = SurgeMemory::default();
+        let (now, horizon) = (Timestamp::now(), SignedDuration::from_secs(60));
+        let began = Instant::now();
+        let signal_at = began + std::time::Duration::from_millis(5);
+        memory.triggered(&key(), signal_at); // while the evaluation that began earlier runs
+        let idle = Evaluated { surged: false, settled: true, expired: false, any_draining: true, began };
+        memory.evaluated(&key(), idle, now, horizon);
+        assert_eq!(memory.take_first_trigger(&key()), Some(signal_at), "that evaluation never saw it");
     }
 }

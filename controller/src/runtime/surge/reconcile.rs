@@ -34,6 +34,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
         return Ok(None);
     };
     let now = Timestamp::now();
+    let began = tokio::time::Instant::now();
     let pdbs = ctx.covering_pdbs(&cached);
     let (mut observed, mut recalled) = observe(ctx, key, cached, pdbs.clone(), None, now).await?;
     if let Some(at) = recalled.resumed_at {
@@ -107,6 +108,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
         settled: matches!(plan.outcome, Outcome::Idle | Outcome::Skipped),
         expired: matches!(plan.outcome, Outcome::Reverted { expired: true }),
         any_draining: !ctx.nodes.names().is_empty(),
+        began,
     };
     ctx.surges.evaluated(key, result, now, signal_horizon(ctx));
     ctx.publish_surge_gauges();
