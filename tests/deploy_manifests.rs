@@ -1,10 +1,9 @@
 //! The install manifests (deploy/): every kustomization we ship or document renders with the
 //! real `kubectl kustomize` and is wired the way the binary expects — its own parser reads each
 //! mode's ConfigMap, and the ports, names, certificate paths and security settings line up.
-//! The code paths its comments name exist. (`e2e_manifests` applies them to a real cluster.)
+//! (`e2e_manifests` applies them to a real cluster; `doc_references` checks the code paths
+//! their comments name.)
 
-#[path = "deploy_manifests/code_references.rs"]
-mod code_references;
 #[path = "deploy_manifests/renderings.rs"]
 mod renderings;
 #[path = "deploy_manifests/wiring.rs"]

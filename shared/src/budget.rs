@@ -245,7 +245,7 @@ mod tests {
         }
     }
 
-    /// k8s-semantics.md §2.9, literally.
+    /// The worked examples of the Kubernetes docs ("Specifying a Disruption Budget"), literally.
     #[test]
     fn worked_examples_of_the_disruption_controller() {
         let counts = |controller_scale, matched_pods, healthy_pods| PodCounts {

@@ -60,7 +60,7 @@ pub fn bool_annotation(
     parse_bool(value).map(Some).ok_or_else(|| InvalidAnnotation { key: key.to_owned(), value: value.clone() })
 }
 
-/// The annotation's value if valid, else `fallback()`, reporting an invalid value.
+/// The annotation's value if valid, else what `fallback` returns, reporting an invalid value.
 fn decide(
     annotations: Option<&BTreeMap<String, String>>,
     key: &str,
