@@ -184,11 +184,7 @@ async fn a_default_pdb_deleted_as_soon_as_it_appears_is_created_again_on_a_back_
     use kube::runtime::{WatchStreamExt, watcher};
     let (apiserver, running, pdbs) = with_web_pdb().await;
 
-    // For 12 s, every web-eviction-autoscaler that appears is deleted at once. Known issue: at
-    // start two evaluations of the Deployment can both plan the first create, so the PDB is
-    // created once more without back-off before the deleter starts (counted only when the
-    // second create lands after `started`; see the CI ledger, stop 36).
-    let started = jiff::Timestamp::now();
+    // For 12 s, every web-eviction-autoscaler that appears is deleted at once.
     let config = watcher::Config::default().fields("metadata.name=web-eviction-autoscaler");
     let deleter = async {
         let mut stream = std::pin::pin!(watcher(pdbs.clone(), config).applied_objects());
@@ -198,18 +194,23 @@ async fn a_default_pdb_deleted_as_soon_as_it_appears_is_created_again_on_a_back_
     };
     let _ = tokio::time::timeout(Duration::from_secs(12), deleter).await;
 
+    // Every create of this PDB (not its EvictionAutoScaler, of the same name), the first
+    // included: its audit time can trail the moment a read first sees the PDB, so the schedule
+    // is measured from it, not from the test's clock.
     let creates: Vec<jiff::Timestamp> = apiserver
         .requests_under_test()
         .into_iter()
-        .filter(|r| r.verb == "create" && r.resource == "poddisruptionbudgets" && r.succeeded())
+        .filter(|r| {
+            let pdb = r.resource == "poddisruptionbudgets" && r.name == "web-eviction-autoscaler";
+            pdb && r.verb == "create" && r.succeeded()
+        })
         .map(|r| r.timestamp.parse().expect("a timestamp"))
-        .filter(|at| *at > started)
         .collect();
     let gaps: Vec<f64> = creates.windows(2).map(|w| w[1].duration_since(w[0]).as_secs_f64()).collect();
     // Created again 1 s after the first, then 2 s, 4 s, 8 s after each: at ~1, 3 and 7 s.
-    assert!((2..=4).contains(&creates.len()), "{} creates in 12 s, gaps {gaps:?}", creates.len());
+    assert!((3..=5).contains(&creates.len()), "{} creates in 12 s, gaps {gaps:?}", creates.len());
     for (i, gap) in gaps.iter().enumerate() {
-        let least = f64::from(2_u32 << i) * 0.9;
+        let least = f64::from(1_u32 << i) * 0.9;
         assert!(*gap >= least, "a create {gap:.2} s after the one before (back-off {least} s): {gaps:?}");
     }
     running.stop().await;
