@@ -65,14 +65,15 @@ async fn kubectl_create_deployment_gets_its_pdb_from_the_admission_path() {
                 && l.contains("/validate-deployment")),
         "the webhook was called for the Deployment:\n{metrics}"
     );
+    // The one successful create is the admission path's: it writes under its own field manager
+    // (the reconciler looks a second after the Deployment is stored, and gets AlreadyExists).
     let creates = env.product_pdb_creates("apps");
     assert_eq!(creates.len(), 1, "one successful create: {creates:?}");
+    assert!(
+        creates[0].query_param("fieldManager") == Some("eviction-autoscaler-admission"),
+        "created by the admission path: {creates:?}"
+    );
     assert_eq!(pdbs_added.states().len(), 1, "one PDB ever stored: {:?}", pdbs_added.states());
-    // The admission path acted on it. Which path's POST lands first is a race of a few ms
-    // (the reconciler's watch event follows the admission by the same few ms); the loser
-    // gets AlreadyExists.
-    let log = env.product_log();
-    assert!(admission_attempted(&log), "the admission path tried to create it:\n{log}");
     // Both paths try; the loser's AlreadyExists is "done", not a second creation.
     assert_eq!(created_events(&env, "web").await, 1, "one PDBCreated Event");
     assert_eq!(env.pdb_actions("created").await, 1, "one creation counted");
@@ -117,53 +118,12 @@ async fn the_admission_path_stores_the_pdb_before_any_pod_is_ready() {
     let pdb_rv = pdbs_added.states().first().map(|a| a.resource_version).expect("PDB ADDED seen");
     let ready_rv = first_ready.states().iter().map(|a| a.resource_version).min().expect("a Ready pod seen");
     assert!(pdb_rv < ready_rv, "PDB (rv {pdb_rv}) before the first Ready pod (rv {ready_rv})");
-    // Which path's POST lands first is a race of a few ms (see the test above); one PDB, once.
     assert_eq!(pdbs_added.states().len(), 1, "one PDB ever stored: {:?}", pdbs_added.states());
-    let log = env.product_log();
-    assert!(admission_attempted(&log), "the admission path acted on the new Deployment:\n{log}");
-}
-
-#[derive(Debug, PartialEq)]
-enum Path {
-    Admission,
-    Reconciler,
-}
-
-/// Which path made each default-PDB create, from the product's log: the reconciler logs
-/// inside its `reconcile{..}` span, the admission consumer outside any span.
-fn pdb_creations(log: &str) -> Vec<Path> {
-    log.lines()
-        .map(strip_ansi)
-        .filter(|l| l.contains("default PDB action done") && l.contains("\"created\""))
-        .map(|l| if l.contains("reconcile") { Path::Reconciler } else { Path::Admission })
-        .collect()
-}
-
-/// The admission consumer (outside any `reconcile` span) created the PDB or found it made.
-fn admission_attempted(log: &str) -> bool {
-    log.lines().map(strip_ansi).any(|l| {
-        !l.contains("reconcile")
-            && ((l.contains("default PDB action done") && l.contains("\"created\""))
-                || l.contains("default PDB already exists"))
-    })
-}
-
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // CSI sequence: ESC [ ... final byte in @..~
-            for c in chars.by_ref() {
-                if ('@'..='~').contains(&c) && c != '[' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    let creates = env.product_pdb_creates("apps");
+    assert!(
+        creates.iter().all(|c| c.query_param("fieldManager") == Some("eviction-autoscaler-admission")),
+        "created by the admission path: {creates:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,9 +134,12 @@ async fn with_the_webhook_unregistered_the_reconciler_creates_the_pdb() {
     env.kubectl_ok(&["create", "deployment", "web", "-n", "apps", "--image=x", "--replicas=3"]).await;
     let pdb = env.wait_pdb("apps", &ours("web"), "created", |_| true).await;
     assert_default_pdb(&env, &pdb, "web", 3).await;
-    let log = env.product_log();
-    assert_eq!(pdb_creations(&log), vec![Path::Reconciler], "created by the reconciler:\n{log}");
-    assert_eq!(env.product_pdb_creates("apps").len(), 1, "created once");
+    let creates = env.product_pdb_creates("apps");
+    assert_eq!(creates.len(), 1, "created once: {creates:?}");
+    assert!(
+        creates[0].query_param("fieldManager") == Some("eviction-autoscaler"),
+        "created by the reconciler: {creates:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -194,7 +194,10 @@ async fn a_user_scale_mid_surge_is_kept_after_the_drain() {
     let last = wait_state(&history, "surge annotations gone", LONG, unsurged).await;
     assert_eq!(last.replicas, 5, "the user's 5 is kept");
     let message = env.wait_event("demo", "web", "SurgeReverted", LONG).await;
-    assert!(message.contains('5'), "the Event says the user's value was kept: {message}");
+    assert!(
+        message.contains("changed to 5 meanwhile; keeping 5"),
+        "the Event says the user's value was kept: {message}"
+    );
     assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one annotation-only revert");
 }
 

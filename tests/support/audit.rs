@@ -45,6 +45,11 @@ impl Request {
         matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
     }
 
+    /// The value of query parameter `name` (`fieldManager`), if it was sent.
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query.split('&').find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
+    }
+
     /// Answered with a 2xx: it took effect. (An audit event without a response status, code 0,
     /// is not known to have.)
     pub fn succeeded(&self) -> bool {

@@ -137,13 +137,13 @@ async fn validate_eviction(State(WebhookState(state)): State<WebhookState>, requ
 
 async fn validate_deployment(State(WebhookState(state)): State<WebhookState>, request: Request) -> Response {
     let started = Instant::now();
-    let handled = handle_object(&state, request, ObjectKind::Deployment).await;
+    let handled = handle_object(&state, request, HandedOver::Deployment).await;
     finish(&state, Endpoint::Deployment, started, handled)
 }
 
 async fn validate_pdb(State(WebhookState(state)): State<WebhookState>, request: Request) -> Response {
     let started = Instant::now();
-    let handled = handle_object(&state, request, ObjectKind::Pdb).await;
+    let handled = handle_object(&state, request, HandedOver::Pdb).await;
     finish(&state, Endpoint::Pdb, started, handled)
 }
 
@@ -220,6 +220,7 @@ async fn handle_eviction(state: &Shared, request: Request) -> Handled {
     Ok((Outcome::allowed, response))
 }
 
+/// The object a review carries, for checking its type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ObjectKind {
     Eviction,
@@ -243,37 +244,53 @@ impl ObjectKind {
             Self::Pdb => "policy/v1 PodDisruptionBudget",
         }
     }
+}
 
-    fn delivered_on(self, operation: &str) -> bool {
+/// The objects whose admission is handed to the controller (an eviction is a [`Signal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HandedOver {
+    Deployment,
+    Pdb,
+}
+
+impl HandedOver {
+    fn kind(self) -> ObjectKind {
         match self {
-            Self::Eviction | Self::Deployment => operation == "CREATE",
+            Self::Deployment => ObjectKind::Deployment,
+            Self::Pdb => ObjectKind::Pdb,
+        }
+    }
+
+    fn on(self, operation: &str) -> bool {
+        match self {
+            Self::Deployment => operation == "CREATE",
             Self::Pdb => matches!(operation, "CREATE" | "UPDATE"),
         }
     }
 }
 
-async fn handle_object(state: &Shared, request: Request, kind: ObjectKind) -> Handled {
+async fn handle_object(state: &Shared, request: Request, handed_over: HandedOver) -> Handled {
     let body = read_body(request).await?;
     let review: Envelope<ObjectRequest> = decode(&body)?;
     let request = checked_request(review.api_version, review.kind, review.request)?;
     let uid = required_uid(request.uid.as_deref())?;
     if let Some(TypeView { api_version, kind: object_kind }) = &request.object {
-        check_type(api_version.as_deref(), object_kind.as_deref(), kind)?;
+        check_type(api_version.as_deref(), object_kind.as_deref(), handed_over.kind())?;
     }
     let response = allow_response(uid);
     let operation = request.operation.as_deref().unwrap_or_default();
-    if !kind.delivered_on(operation) || request.object.is_none() {
+    if !handed_over.on(operation) || request.object.is_none() {
         return Ok((Outcome::ignored, response));
     }
     if request.dry_run == Some(true) {
         state.metrics.dry_run_ignored();
         return Ok((Outcome::dry_run, response));
     }
-    match kind {
-        ObjectKind::Deployment => {
+    match handed_over {
+        HandedOver::Deployment => {
             deliver::<Deployment>(state, body.clone(), |handler, object| handler.deployment_created(object))
         }
-        ObjectKind::Pdb | ObjectKind::Eviction => {
+        HandedOver::Pdb => {
             deliver::<PodDisruptionBudget>(state, body.clone(), |handler, object| handler.pdb_written(object))
         }
     }

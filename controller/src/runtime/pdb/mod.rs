@@ -147,7 +147,7 @@ pub async fn reconcile_deployment(ctx: &Context, key: &Key, crd_uid: &str) -> Re
         debug!("this patch went out already; waiting for the watch to bring it");
         return Ok(());
     }
-    match perform(&ctx.client, &plan.action).await? {
+    match perform(ctx, Path::Reconciler, &plan.action).await? {
         Performed::Done => {
             if matches!(plan.action, Action::Create { .. }) {
                 ctx.default_pdbs.created(key, Instant::now());
@@ -190,7 +190,7 @@ pub async fn reconcile_pdb(ctx: &Context, pdb: &PodDisruptionBudget) -> Result<(
             action = Action::Nothing;
         }
     }
-    if perform(&ctx.client, &action).await? == Performed::Done {
+    if perform(ctx, Path::Reconciler, &action).await? == Performed::Done {
         count(ctx, &action);
         let subject = pdb::EventSubject {
             api_version: "policy/v1",
@@ -228,11 +228,11 @@ pub async fn admitted_deployment(
     let plan =
         pdb::plan_admission(deployment, false, autoscaler.as_ref(), &namespace_view, &ctx.config(), crd_uid);
     if matches!(plan.action, Action::Create { .. })
-        && perform(&ctx.any_replica, &plan.action).await? == Performed::Done
+        && perform(ctx, Path::Admission, &plan.action).await? == Performed::Done
     {
         count(ctx, &plan.action);
         if let Some(event) = plan.action_event() {
-            publish(ctx, &ctx.any_replica, &[event]).await;
+            publish(ctx, Path::Admission.client(ctx), &[event]).await;
         }
     }
     Ok(())
@@ -245,7 +245,7 @@ pub async fn admitted_pdb(ctx: &Context, incoming: &PodDisruptionBudget) -> Resu
     let namespace_view =
         NamespaceView { namespace: &view.namespace, pdbs: &view.pdbs, deployments: &view.deployments };
     for action in pdb::plan_pdb_admission(incoming, false, &namespace_view) {
-        if perform(&ctx.any_replica, &action).await? == Performed::Done {
+        if perform(ctx, Path::Admission, &action).await? == Performed::Done {
             count(ctx, &action);
         }
     }
@@ -279,14 +279,41 @@ enum Performed {
     Lost,
 }
 
-/// Performs `action`.
-async fn perform(client: &Client, action: &Action) -> Result<Performed, kube::Error> {
+/// Which path writes a PDB: the reconciler (the Lease holder, through the gate) or an
+/// admission (any replica, by design). Each writes under its own field manager, so the PDB's
+/// `managedFields` and the apiserver's audit log tell them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Reconciler,
+    Admission,
+}
+
+impl Path {
+    fn client(self, ctx: &Context) -> &Client {
+        match self {
+            Self::Reconciler => &ctx.client,
+            Self::Admission => &ctx.any_replica,
+        }
+    }
+
+    fn field_manager(self) -> &'static str {
+        match self {
+            Self::Reconciler => "eviction-autoscaler",
+            Self::Admission => "eviction-autoscaler-admission",
+        }
+    }
+}
+
+/// Performs `action` on `path`'s client, under its field manager.
+async fn perform(ctx: &Context, path: Path, action: &Action) -> Result<Performed, kube::Error> {
+    let client = path.client(ctx);
+    let manager = Some(path.field_manager().to_owned());
     let result = match action {
         Action::Nothing | Action::Skip { .. } => return Ok(Performed::Done),
         Action::Create { pdb } => {
             let namespace = pdb.metadata.namespace.clone().unwrap_or_default();
             let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &namespace);
-            match api.create(&PostParams::default(), pdb).await {
+            match api.create(&PostParams { field_manager: manager, ..PostParams::default() }, pdb).await {
                 Ok(_) => Ok(()),
                 Err(e) if error::is_already_exists(&e) => {
                     debug!("default PDB already exists (the other path was first)");
@@ -296,9 +323,9 @@ async fn perform(client: &Client, action: &Action) -> Result<Performed, kube::Er
             }
         }
         Action::UpdateMinAvailable { pdb, .. } | Action::Adopt { pdb, .. } => {
-            patch(client, pdb.namespace(), pdb.name(), action).await
+            patch(client, manager, pdb.namespace(), pdb.name(), action).await
         }
-        Action::HandOver { pdb } => patch(client, pdb.namespace(), pdb.name(), action).await,
+        Action::HandOver { pdb } => patch(client, manager, pdb.namespace(), pdb.name(), action).await,
         Action::Delete { pdb, .. } | Action::Retire { pdb, .. } => {
             let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), pdb.namespace());
             let wanted = pdb.delete_preconditions();
@@ -329,11 +356,18 @@ async fn perform(client: &Client, action: &Action) -> Result<Performed, kube::Er
     }
 }
 
-async fn patch(client: &Client, namespace: &str, name: &str, action: &Action) -> Result<(), kube::Error> {
+async fn patch(
+    client: &Client,
+    field_manager: Option<String>,
+    namespace: &str,
+    name: &str,
+    action: &Action,
+) -> Result<(), kube::Error> {
     let Some(ops) = action.json_patch() else { return Ok(()) };
     let ops: json_patch::Patch = serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
     let api: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), namespace);
-    api.patch(name, &PatchParams::default(), &Patch::Json::<()>(ops)).await.map(|_| ())
+    let params = PatchParams { field_manager, ..PatchParams::default() };
+    api.patch(name, &params, &Patch::Json::<()>(ops)).await.map(|_| ())
 }
 
 fn count(ctx: &Context, action: &Action) {
