@@ -1,6 +1,10 @@
 //! The webhook as the apiserver sees it during real drains: every eviction is one signal and a
-//! server-side dry-run drain is none. (A stopped or killed webhook never blocking a drain is
+//! server-side dry-run drain is none; an oversized review is answered 413 with its reason to
+//! every HTTP/2 client that meets it (the apiserver's, Go's net/http, curl). (A stopped or killed webhook never blocking a drain is
 //! proven on the shipped install: e2e_install.rs.)
+
+use std::path::Path;
+use std::process::Command;
 
 use e2e_support as support;
 
@@ -98,5 +102,66 @@ async fn an_oversized_review_from_the_apiserver_is_answered_413_with_the_reason(
             line.contains("request body is larger than 3145728 bytes"),
             "the reason reached the apiserver: {line}"
         );
+    }
+}
+
+/// The answer to `body` POSTed by curl over HTTP/2 (nghttp2; Debian's 7.88 reports a reset
+/// stream as an error even after a complete answer): "CODE PROTOCOL" and the body.
+fn curl_post(ca: &Path, url: &str, body: &Path) -> String {
+    let out = Command::new("curl")
+        .args(["--http2", "--silent", "--show-error", "--cacert"])
+        .arg(ca)
+        .args(["-H", "Content-Type: application/json", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .args(["--write-out", "\n%{http_code} HTTP/%{http_version}", url])
+        .output()
+        .expect("run curl (Debian package curl)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "curl failed on {url}: {stderr}\n{stdout}");
+    let (answer, status) = stdout.rsplit_once('\n').unwrap_or_default();
+    format!("{status}\n{answer}")
+}
+
+/// The same, by Go's net/http (`tests/support/h2post`), the apiserver's HTTP/2 client.
+fn go_post(ca: &Path, url: &str, body: &Path) -> String {
+    let out = Command::new("go")
+        .args(["run", "."])
+        .arg(ca)
+        .arg(url)
+        .arg(body)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/h2post"))
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .expect("run go (the Go toolchain the control plane is built with)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "Go's client failed on {url}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout.trim_end().to_owned()
+}
+
+/// curl and Go's net/http, over HTTP/2, each get the 413 and its reason on both review paths,
+/// from the real binary: the webhook reads what is left of an oversized body before it
+/// answers, so no client is answered with a reset stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_review_over_http2_is_answered_413_to_curl_and_go() {
+    let mut env = Env::start(BIN, ClusterShape::default()).await;
+    env.start_product(&[]).await;
+    let body = env.dir.path().join("oversized.json");
+    std::fs::write(&body, format!("{{\"padding\": \"{}\"}}", "x".repeat(4 * 1024 * 1024))).expect("write");
+    let (ca, addr) = (env.webhook_ca(), env.webhook_addr());
+    for path in ["/validate-eviction", "/validate-deployment"] {
+        let url = format!("https://127.0.0.1:{}{path}", addr.port());
+        for (client, answer) in [("curl", curl_post(&ca, &url, &body)), ("Go", go_post(&ca, &url, &body))] {
+            let (status, reason) = answer.split_once('\n').unwrap_or((&answer, ""));
+            assert!(status.starts_with("413 HTTP/2"), "{client} on {path}: {answer}");
+            assert!(
+                reason.contains("request body is larger than 3145728 bytes"),
+                "{client} on {path} reads the reason: {answer}"
+            );
+        }
     }
 }

@@ -161,6 +161,16 @@ impl Env {
         self.dir.path().join("certs")
     }
 
+    /// The CA that signed the webhook's serving certificate (for `127.0.0.1` and `localhost`).
+    pub fn webhook_ca(&self) -> PathBuf {
+        self.certs_dir().join("ca.crt")
+    }
+
+    /// Where the product's webhook listens (TLS).
+    pub fn webhook_addr(&self) -> SocketAddr {
+        *self.webhook_addr.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn make_certs(&self) {
         let service_dns = format!("{}.{}.svc", SERVICE.1, SERVICE.0);
         let status = std::process::Command::new(&self.bin)

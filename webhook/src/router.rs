@@ -16,7 +16,7 @@ use axum::routing::post;
 use eviction_autoscaler_shared::admission::{AdmissionHandler, Signal};
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Deserialize;
@@ -37,6 +37,12 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// is dropped and counted; its review is still allowed at once, and the controller acts on it
 /// from its watch a moment later.
 pub const MAX_OBJECTS_IN_FLIGHT: usize = 32;
+
+/// The most of an oversized body read and dropped before its 413 ([`discard`]).
+const DISCARD_AT_MOST: usize = 4 * MAX_BODY_BYTES;
+
+/// The longest an oversized body is read before its 413 ([`discard`]).
+const DISCARD_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the handlers share: the admission handler and the metrics.
 ///
@@ -346,16 +352,40 @@ async fn read_body(request: Request) -> Result<Bytes, Rejection> {
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let mut body = request.into_body();
     if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
+        discard(body).await;
         return Err(too_large());
     }
-    match Limited::new(request.into_body(), MAX_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
-        Err(error) => {
-            Err(Rejection::bad_request(Outcome::body_error, format!("cannot read the request body: {error}")))
+    let mut collected = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| {
+            Rejection::bad_request(Outcome::body_error, format!("cannot read the request body: {error}"))
+        })?;
+        let Ok(data) = frame.into_data() else { continue }; // trailers
+        if collected.len() + data.len() > MAX_BODY_BYTES {
+            discard(body).await;
+            return Err(too_large());
         }
+        collected.extend_from_slice(&data);
     }
+    Ok(Bytes::from(collected))
+}
+
+/// Reads and drops what is left of an oversized `body` before the 413 goes out, within
+/// [`DISCARD_AT_MOST`] and [`DISCARD_FOR`]: over HTTP/2 an answer sent while the client is still
+/// sending ends with a reset of its stream, which some clients (curl 7.88) report instead of
+/// the answer. Past either bound the stream is reset anyway.
+async fn discard(mut body: Body) {
+    let mut left = DISCARD_AT_MOST;
+    let _ = tokio::time::timeout(DISCARD_FOR, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            let Some(data) = frame.data_ref() else { continue };
+            let Some(rest) = left.checked_sub(data.len()) else { return };
+            left = rest;
+        }
+    })
+    .await;
 }
 
 fn is_json(value: &HeaderValue) -> bool {

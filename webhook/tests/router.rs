@@ -394,7 +394,7 @@ async fn malformed_requests_get_a_4xx_with_a_reason_and_are_counted() {
 }
 
 #[tokio::test]
-async fn declared_oversize_body_is_refused_before_reading() {
+async fn a_declared_oversize_body_is_refused_without_being_buffered() {
     let h = harness();
     let request = Request::builder()
         .method(Method::POST)

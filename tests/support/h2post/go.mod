@@ -1,0 +1,3 @@
+module h2post
+
+go 1.26
