@@ -108,7 +108,7 @@ mod tests {
     }
 
     /// Settings the controller reads on every decision (`Context::config()`) or write
-    /// (`runtime::write::RateLimit`).
+    /// (`runtime::kube::write::RateLimit`).
     const LIVE: &[&str] = &[
         "controllerEnabled",
         "pdbCreate",

@@ -1,6 +1,6 @@
 //! Every name the prose gives must exist: a comment (`//` in Rust, `#` in deploy/) or a Markdown
-//! file naming a file of the repository (`runtime/write.rs`), an item in a file
-//! (`write.rs::writer`, or in deploy/'s comments "runtime/write.rs, writer"), a function
+//! file naming a file of the repository (`runtime/kube/write.rs`), an item in a file
+//! (`write.rs::writer`, or in deploy/'s comments "runtime/kube/write.rs, writer"), a function
 //! (`` `writer()` ``), an ARCHITECTURE.md section (`ARCHITECTURE.md §4.2`) or a Markdown
 //! heading (`controller/README.md, "Layout"`) fails this test when the name is gone. So a rename
 //! or a deleted file cannot leave the docs behind unseen.
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// A name the prose gives, and where.
 #[derive(Debug, PartialEq, Eq)]
 enum Reference {
-    /// A file, by a path suffix (`runtime/write.rs`), maybe with an item defined in it.
+    /// A file, by a path suffix (`runtime/kube/write.rs`), maybe with an item defined in it.
     File { path: String, item: Option<String> },
     /// A function defined somewhere in the workspace.
     Function(String),
@@ -330,5 +330,51 @@ fn a_reference_is_read_with_the_item_after_it_even_across_a_comment_line_break()
             },
             Reference::File { path: "cleanup.rs".into(), item: None },
         ]
+    );
+}
+
+/// The paths of the tree drawn in the fenced block of `markdown` that starts with `root/`
+/// (`├── name   what it is`, four columns per level).
+fn drawn_tree(markdown: &str, root: &str) -> Vec<String> {
+    let mut lines = markdown.lines().skip_while(|l| l.trim_end() != root).skip(1);
+    let mut dirs: Vec<String> = vec![root.trim_end_matches('/').to_owned()];
+    let mut files = Vec::new();
+    for line in lines.by_ref().take_while(|l| !l.starts_with("```")) {
+        let Some(start) = line.find(|c: char| c.is_ascii_alphanumeric() || c == '_') else { continue };
+        let depth = line[..start].chars().count() / 4;
+        let name = line[start..].split_whitespace().next().unwrap_or_default();
+        dirs.truncate(depth);
+        match name.strip_suffix('/') {
+            Some(dir) => dirs.push(dir.to_owned()),
+            None => files.push(format!("{}/{name}", dirs.join("/"))),
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn the_runtime_drawn_in_the_controller_readme_is_the_runtime_on_disk() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("controller/README.md")).expect("controller/README.md");
+    let drawn = drawn_tree(&readme, "runtime/");
+    let base = root.join("controller/src");
+    let mut on_disk = Vec::new();
+    files(&base.join("runtime"), &mut on_disk);
+    let mut on_disk: Vec<String> = on_disk
+        .iter()
+        .map(|p| p.strip_prefix(&base).expect("below src").to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    assert_eq!(drawn, on_disk, "controller/README.md's drawing of runtime/ and the files differ");
+}
+
+#[test]
+fn a_drawn_tree_is_read_as_paths() {
+    let markdown =
+        "```\nruntime/\n├── mod.rs      x\n├── kube/       y\n│   └── write.rs  z\n└── queue.rs\n```\n";
+    assert_eq!(
+        drawn_tree(markdown, "runtime/"),
+        ["runtime/kube/write.rs", "runtime/mod.rs", "runtime/queue.rs"]
     );
 }

@@ -44,9 +44,7 @@ impl Error {
                 500.. => "server_error",
                 _ => "refused",
             },
-            Error::Kube(kube::Error::Service(e)) if e.is::<crate::runtime::write::WriteTimedOut>() => {
-                "timeout"
-            }
+            Error::Kube(kube::Error::Service(e)) if e.is::<WriteTimedOut>() => "timeout",
             Error::Kube(_) => "unreachable",
             Error::TimedOut(_) => "timeout",
             Error::TaskStopped(_) => "task_stopped",
@@ -56,7 +54,7 @@ impl Error {
 
     /// A write the Lease holder's gate refused: we are no longer (surely) the holder.
     pub fn is_not_leader(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runtime::write::is_not_leader(e))
+        matches!(self, Error::Kube(e) if is_not_leader(e))
     }
 }
 
@@ -64,6 +62,21 @@ impl Error {
 // apiserver's plain-text "404 page not found" for an API group that is not installed) reaches
 // kube-rs as a Status with the code but no reason, and kube-core's `is_not_found` and
 // `is_conflict` then answer false.
+
+/// A write the writer gave up waiting for (`runtime::kube::write`).
+#[derive(Debug, thiserror::Error)]
+#[error("the API server did not answer the write within {0:?}; given up")]
+pub struct WriteTimedOut(pub std::time::Duration);
+
+/// A write the Lease holder's gate refused: it was never sent.
+#[derive(Debug, thiserror::Error)]
+#[error("not the Lease holder: the write was not sent")]
+pub struct NotLeader;
+
+/// Whether `e` is a write the gate refused.
+pub fn is_not_leader(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Service(inner) if inner.is::<NotLeader>())
+}
 
 /// 409 Conflict, or 422 from a failed JSON-patch `test`: re-read and recompute.
 pub fn is_conflict(e: &kube::Error) -> bool {
@@ -121,8 +134,13 @@ mod tests {
             (api(429), "throttled"),
             (api(503), "server_error"),
             (api(400), "refused"),
-            (Error::Kube(kube::Error::Service(Box::new(crate::runtime::write::NotLeader))), "not_leader"),
-            (Error::Kube(kube::Error::Service(Box::new(crate::runtime::write::WriteTimedOut))), "timeout"),
+            (Error::Kube(kube::Error::Service(Box::new(NotLeader))), "not_leader"),
+            (
+                Error::Kube(kube::Error::Service(Box::new(WriteTimedOut(std::time::Duration::from_secs(
+                    20,
+                ))))),
+                "timeout",
+            ),
             (Error::TimedOut(std::time::Duration::from_secs(20)), "timeout"),
             (Error::TaskStopped("cache"), "task_stopped"),
         ];

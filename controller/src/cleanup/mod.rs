@@ -2,7 +2,7 @@
 //! stops the product if asked ([`stop`]), then executes [`plan_cleanup`] against the cluster,
 //! in the plan's order (surges, hand-overs, PDB deletes, EvictionAutoScaler objects), and,
 //! the product stopped, removes what it made for itself ([`OwnObject`]). See
-//! [`crate::pdb::cleanup`] for what is planned.
+//! [`plan`] for what is planned.
 //!
 //! Every write is guarded (resourceVersion / UID / JSON-patch `test`) and re-checked from a
 //! fresh read after a Conflict, so an object that stopped being ours meanwhile is left alone.
@@ -23,16 +23,16 @@ use eviction_autoscaler_shared::drain;
 
 use crate::error::{Error, is_conflict, is_not_found};
 use crate::keda::ScaledObject;
-use crate::pdb::plan_cleanup;
-use crate::pdb::{
-    CleanupPlan, EasToRemove, HandOverPdb, OwnedPdb, SurgeCandidate, SurgeToRevert, SurgedKind,
-};
-use crate::runtime::surge::write_patch;
+use crate::pdb::{HandOverPdb, OwnedPdb};
+
+use self::plan::{CleanupPlan, EasToRemove, SurgeCandidate, SurgeToRevert, SurgedKind, plan_cleanup};
+use crate::runtime::surge_reconciler::write_patch;
 use crate::surge::Write;
 use crate::surge::scaler::Scaler;
 use crate::surge::state::{SurgeState, clear_edits};
 pub use stop::{OwnObject, ProductDeployment};
 
+pub mod plan;
 mod stop;
 
 /// Fresh reads and writes per step before a step that keeps conflicting is left for the next

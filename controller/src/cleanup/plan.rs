@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::keys;
 
-use super::ownership::{HandOverPdb, OwnedPdb};
+use crate::pdb::{HandOverPdb, OwnedPdb};
 
 /// Kinds of object that can carry our surge annotations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

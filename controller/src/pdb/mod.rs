@@ -37,7 +37,6 @@
 pub mod action;
 pub mod admission;
 pub mod catalogue;
-pub mod cleanup;
 pub mod desired;
 pub mod name;
 pub mod ownership;
@@ -53,10 +52,9 @@ pub use admission::{plan_admission, plan_pdb_admission};
 pub use catalogue::{
     DeleteReason, EventReason, EventSubject, EventType, PdbOutcome, PlannedEvent, SkipReason,
 };
-pub use cleanup::{CleanupPlan, EasToRemove, SurgeCandidate, SurgeToRevert, SurgedKind, plan_cleanup};
 pub use desired::{Autoscaler, NoPdb, desired_min_available, desired_pdb, surge_baseline};
 pub use name::{NAME_SUFFIX, default_pdb_name};
-pub use ownership::{CRD_NAME, HandOverPdb, OwnedPdb, crd_owner_reference, is_ours};
+pub use ownership::{CRD_NAME, HandOverPdb, OwnedPdb, crd_owner_reference, is_ours, live_crd_uid};
 pub use plan::{
     ADMISSION_GRACE, DeploymentPlan, NamespaceView, affected_deployments, plan_deployment, plan_pdb,
     target_of, wait_for_target,

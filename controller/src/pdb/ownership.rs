@@ -14,6 +14,7 @@
 //! still absent) pins both too.
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Preconditions};
 use serde_json::{Value, json};
 
@@ -50,6 +51,12 @@ pub fn crd_owner_reference(crd_uid: &str) -> OwnerReference {
         controller: None,
         block_owner_deletion: None,
     }
+}
+
+/// The UID of the CRD as an owner: `None` once it is being deleted (the apiserver then refuses
+/// new EvictionAutoScalers, and the garbage collector takes what it owns).
+pub fn live_crd_uid(crd: &CustomResourceDefinition) -> Option<String> {
+    crd.metadata.deletion_timestamp.is_none().then(|| crd.metadata.uid.clone()).flatten()
 }
 
 /// Is `reference` a reference to our CRD (whatever its UID: a stale UID is still ours)?

@@ -14,15 +14,15 @@ use kube::Client;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::watch;
 
-use super::caches::Caches;
+use super::intake::nodes::DrainingNodes;
+use super::intake::recent::Recent;
+use super::kube::caches::Caches;
+use super::kube::recorder::Recorder;
+use super::kube::write::{RateLimit, WriteGate, writer};
 use super::metrics::Metrics;
-use super::nodes::DrainingNodes;
-use super::pdb::PdbMemory;
-use super::queue::{Key, WorkQueue};
-use super::recent::Recent;
-use super::recorder::Recorder;
-use super::surge::{StatusWrites, SurgeMemory};
-use super::write::{RateLimit, WriteGate, writer};
+use super::pdb_reconciler::memory::PdbMemory;
+use super::queue::{ObjectKey, WorkQueue};
+use super::surge_reconciler::memory::{StatusWrites, SurgeMemory};
 
 /// The work queues, one per reconciler, each drained on the Lease holder by its own bounded
 /// loop (`runtime::drain`).
@@ -134,7 +134,7 @@ impl Context {
     }
 
     /// Forgets a deleted Deployment, and what the metrics said about it.
-    pub fn forget(&self, key: &Key) {
+    pub fn forget(&self, key: &ObjectKey) {
         self.surges.forget(key);
         self.default_pdbs.forget(key);
         self.metrics.set_degraded(key, None);
@@ -166,7 +166,7 @@ impl Context {
     }
 
     /// The cached Deployment `key`.
-    pub fn deployment(&self, key: &Key) -> Option<Deployment> {
+    pub fn deployment(&self, key: &ObjectKey) -> Option<Deployment> {
         self.caches.deployments.get(&ObjectRef::new(&key.1).within(&key.0)).map(|d| d.to_deployment())
     }
 
@@ -195,6 +195,6 @@ impl Context {
 }
 
 /// The queue key of a Deployment.
-pub fn key_of(d: &Deployment) -> Option<Key> {
+pub fn key_of(d: &Deployment) -> Option<ObjectKey> {
     Some((d.metadata.namespace.clone()?, d.metadata.name.clone()?))
 }

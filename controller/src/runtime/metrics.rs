@@ -3,7 +3,9 @@
 //! from the encoder, so none is named with it).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -12,7 +14,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use super::queue::Key;
+use super::queue::ObjectKey;
 
 /// `signal_to_scale_latency` buckets, 1 ms … 100 s in 1-2-5 steps: they resolve the 50 ms a
 /// drain's surge should take (issue 19) and the seconds a slow one does.
@@ -86,6 +88,9 @@ pub struct Metrics {
     pub evictions_seen: Family<SourceLabel, Counter>,
     /// Signals for pods whose PDB allowed no disruption.
     pub blocked_evictions: Counter,
+    /// Signals settled: taken into account by a surge evaluation (after any write it made for
+    /// them), or needing none (the pod gone, not a Deployment's, a signal already known).
+    pub signals_settled: Counter,
     /// Scale writes acknowledged by the API, by action.
     pub scale_actions: Family<ActionLabel, Counter>,
     /// Deployments currently surged.
@@ -102,7 +107,7 @@ pub struct Metrics {
     pub signal_to_scale_latency: Histogram,
     /// Default-PDB actions done, by outcome and reason.
     pub pdb_actions: Family<PdbLabel, Counter>,
-    /// API writes, by resource and outcome (counted by `runtime::write`).
+    /// API writes, by resource and outcome (counted by `runtime::kube::write`).
     pub writes: Family<WriteLabel, Counter>,
     /// API writes that waited for the client rate limit (`--kube-api-qps`/`--kube-api-burst`).
     pub writes_rate_limited: Counter,
@@ -111,7 +116,7 @@ pub struct Metrics {
     /// How long reconciles took, by reconciler.
     pub reconcile_duration: Durations,
     /// Per-Deployment degraded reason, to keep the gauge family exact.
-    degraded_by_key: Arc<Mutex<HashMap<Key, &'static str>>>,
+    degraded_by_key: Arc<Mutex<HashMap<ObjectKey, &'static str>>>,
 }
 
 impl Default for Metrics {
@@ -126,6 +131,7 @@ impl Metrics {
         Self {
             evictions_seen: Family::default(),
             blocked_evictions: Counter::default(),
+            signals_settled: Counter::default(),
             scale_actions: Family::default(),
             active_surges: Gauge::default(),
             surges_overdue: Gauge::default(),
@@ -149,6 +155,11 @@ impl Metrics {
             "evictions_seen",
             "Eviction signals handled, by source",
             self.evictions_seen.clone(),
+        );
+        registry.register(
+            "signals_settled",
+            "Eviction signals settled: taken into account by a surge evaluation, after any write it made for them, or needing none",
+            self.signals_settled.clone(),
         );
         registry.register(
             "blocked_evictions",
@@ -230,8 +241,8 @@ impl Metrics {
     }
 
     /// Records the degraded reason (or none) of one Deployment.
-    pub fn set_degraded(&self, key: &Key, reason: Option<&'static str>) {
-        let Ok(mut by_key) = self.degraded_by_key.lock() else { return };
+    pub fn set_degraded(&self, key: &ObjectKey, reason: Option<&'static str>) {
+        let mut by_key = self.degraded_by_key.lock();
         let previous = match reason {
             Some(r) => by_key.insert(key.clone(), r),
             None => by_key.remove(key),
@@ -249,7 +260,7 @@ impl Metrics {
 
     /// Forgets every Deployment's degraded reason (this replica no longer reports them).
     pub fn clear_degraded(&self) {
-        let Ok(mut by_key) = self.degraded_by_key.lock() else { return };
+        let mut by_key = self.degraded_by_key.lock();
         for (_, reason) in by_key.drain() {
             self.degraded.get_or_create(&ReasonLabel { reason: reason.to_owned() }).dec();
         }

@@ -1,94 +1,58 @@
-//! The controller runtime: the [`Controller`] and its tasks — caches, leader election, intake
-//! — and the loops that drain each reconciler's queue (`surge/`, `pdb/`). See README.md, "The
-//! runtime in one picture".
+//! The controller runtime: the [`Controller`] and its tasks. Its rooms, by job (drawn in
+//! controller/README.md, "The runtime in one picture"):
+//!
+//! * `kube/`: the Kubernetes plumbing — caches fed by watches, the CRDs followed, the writer
+//!   and its gate, the Lease, Events;
+//! * `intake/`: what makes work due — watch events, the webhook's signals and admitted
+//!   objects, draining nodes — turned into keys on the queues;
+//! * `queue.rs` and `evaluations.rs`: the keyed timer queues and the loops that drain them;
+//! * `surge_reconciler/` and `pdb_reconciler/`: the two reconcilers, each with its memory,
+//!   driving the pure planners (`crate::surge`, `crate::pdb`).
 
-mod admission;
-mod affected;
-mod cached;
-mod caches;
 mod context;
-mod crds;
+mod evaluations;
 mod intake;
-pub mod leader;
+pub mod kube;
 pub mod metrics;
-mod nodes;
-mod pdb;
+mod pdb_reconciler;
 mod queue;
-mod recent;
-mod recorder;
-pub(crate) mod surge;
-pub mod write;
+pub(crate) mod surge_reconciler;
 
-use std::collections::HashMap;
-use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use ::kube::Client;
+use ::kube::api::Api;
 use eviction_autoscaler_shared::admission::AdmissionReceiver;
 use eviction_autoscaler_shared::config::Config;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::health::Readiness;
-use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::Client;
-use kube::api::Api;
-use kube::runtime::reflector::ObjectRef;
 use prometheus_client::registry::Registry;
+use std::future::Future;
 use tokio::sync::watch;
-use tracing::{debug, info, info_span, warn};
+use tracing::{info, warn};
 
-use self::cached::CachedDeployment;
-use self::caches::{reflect, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb};
 use self::context::Context;
-use self::leader::{LeaseConfig, LeaseTimings};
+use self::kube::cached::CachedDeployment;
+use self::kube::caches::{self, reflect, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb};
+use self::kube::leader::{self, LeaseConfig, LeaseTimings};
+use self::kube::{crds, recorder};
 use self::metrics::Metrics;
-use self::queue::{Key, WorkQueue};
 use crate::error::Error;
 
-/// Deployments evaluated at once: up to 8 for routine reasons (watch events, next checks, an
-/// install's first pass over every Deployment), and up to 128 counting those a drain waits on
-/// ([`queue::Lane::Urgent`]), so a drain of a node with a hundred blocked Deployments surges
-/// them together rather than eight at a time. Each holds an HTTP/1.1 connection while it reads
-/// or writes.
-const DEPLOYMENT_EVALUATIONS: Limits = Limits { normal: 8, urgent: 128 };
-
-/// Most default PDBs, and apart from them most PDBs (hand-overs, PDBs of deleted
-/// Deployments), evaluated at once.
-const PDB_EVALUATIONS: Limits = Limits::of(4);
-
-/// Longest one evaluation of a Deployment may take, API calls included: below the apiserver's
-/// longest admission webhook timeout (30 s), so a write held by a webhook that never answers is
-/// given up and retried with back-off.
-pub const EVALUATION_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// How long after a surge evaluation its Deployment's default PDB is evaluated: during a
-/// drain a Deployment's status moves every second or so, and each move is a surge evaluation;
-/// they share one default-PDB evaluation, which reads the whole namespace (a namespace of a
-/// hundred Deployments being drained otherwise spends most of the product's CPU there).
-const DEFAULT_PDB_AFTER: Duration = Duration::from_secs(1);
+pub use self::evaluations::EVALUATION_TIMEOUT;
 
 /// How long writes stay allowed without leader election: the life of the process.
 const WITHOUT_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Longest wait at shutdown for the writes in flight before the Lease is released.
 const SHUTDOWN_WRITES: Duration = Duration::from_secs(5);
-
-/// When an evaluation whose write the gate refused is tried again.
-const GATE_CLOSED_RETRY: Duration = Duration::from_secs(1);
-
-/// Longest back-off between failed evaluations of one Deployment.
-pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
-
-/// Locks one of the runtime's memories. A panic while holding the lock leaves plain data
-/// behind; keep going.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// A controller ready to run: metrics registered.
 pub struct Controller {
@@ -222,7 +186,7 @@ impl Controller {
         let AdmissionReceiver { signals, objects } = admitted;
         let intake = [
             tokio::spawn(intake::webhook_signals(ctx.clone(), signals)),
-            tokio::spawn(admission::consume(ctx.clone(), objects)),
+            tokio::spawn(intake::admitted::consume(ctx.clone(), objects)),
         ];
         let lease_task = config.leader_elect.then(|| {
             let lease = LeaseConfig {
@@ -270,7 +234,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     if !ctx.caches.wait_until_ready().await {
         return;
     }
-    ctx.default_pdbs.set_crd_uid(pdb::crd_uid(&ctx).await);
+    ctx.default_pdbs.set_crd_uid(crds::own_crd_uid(&ctx).await);
     ctx.synced.store(true, Ordering::Release);
     readiness.set_caches_synced(true);
     info!("caches synced");
@@ -278,15 +242,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     // again whenever we become the Lease holder. Part of this task, so they end with it.
     ctx.schedule_all();
     ctx.schedule_all_pdbs();
-    tokio::join!(
-        follow_leadership(&ctx),
-        follow_config(&ctx),
-        drain(&ctx, &ctx.queues.deployments, DEPLOYMENT_EVALUATIONS, evaluate),
-        drain(&ctx, &ctx.queues.default_pdbs, PDB_EVALUATIONS, evaluate_default_pdb),
-        drain(&ctx, &ctx.queues.pdbs, PDB_EVALUATIONS, evaluate_pdb),
-        drain(&ctx, &ctx.queues.draining_nodes, Limits::of(2), intake::pods_on_draining_node),
-        drain(&ctx, &ctx.queues.eas_signals, Limits::of(2), intake::eas_signal),
-    );
+    tokio::join!(follow_leadership(&ctx), follow_config(&ctx), evaluations::drain_queues(&ctx));
 }
 
 /// Resumes every Deployment and PDB when we become the Lease holder; forgets what we counted
@@ -315,140 +271,4 @@ async fn follow_config(ctx: &Arc<Context>) {
         ctx.schedule_all();
         ctx.schedule_all_pdbs();
     }
-}
-
-/// How many evaluations of one queue run at once: `normal` of any lane, up to `urgent` when
-/// the others are urgent.
-#[derive(Clone, Copy)]
-struct Limits {
-    normal: usize,
-    urgent: usize,
-}
-
-impl Limits {
-    /// One limit for every lane.
-    const fn of(limit: usize) -> Self {
-        Self { normal: limit, urgent: limit }
-    }
-}
-
-/// Evaluates the keys of `queue` as they come due, on the Lease holder only: side by side,
-/// within `limits`, never one key twice at once, each within EVALUATION_TIMEOUT — one slow or
-/// hung API call (a webhook that never answers on one Deployment's writes) must not hold back
-/// every other surge and revert.
-async fn drain<F>(ctx: &Arc<Context>, queue: &WorkQueue, limits: Limits, evaluate: fn(Arc<Context>, Key) -> F)
-where
-    F: Future<Output = ()> + Send + 'static,
-{
-    let mut running = tokio::task::JoinSet::new();
-    let mut in_flight = HashMap::new(); // task id -> its key
-    let mut again = HashMap::new(); // key -> its lane, for keys due while being evaluated
-    loop {
-        tokio::select! {
-            (lane, key) = queue.next(running.len() >= limits.normal), if running.len() < limits.urgent => {
-                if !ctx.may_write() {
-                    continue; // followers only keep caches and record signals
-                }
-                if in_flight.values().any(|k| *k == key) {
-                    let wanted = again.entry(key).or_insert(lane);
-                    *wanted = lane.min(*wanted); // evaluated again once the current pass ends
-                    continue;
-                }
-                let task = running.spawn(evaluate(ctx.clone(), key.clone()));
-                in_flight.insert(task.id(), key);
-            }
-            Some(done) = running.join_next_with_id() => {
-                let id = match &done { Ok((id, ())) => *id, Err(e) => e.id() };
-                let Some(key) = in_flight.remove(&id) else { continue };
-                if done.is_err() {
-                    // A panic (tokio printed it): evaluated again after a pause, not never.
-                    warn!(namespace = %key.0, name = %key.1, "evaluation panicked; retrying");
-                    queue.schedule(key.clone(), tokio::time::Instant::now() + MAX_BACKOFF);
-                }
-                if let Some(lane) = again.remove(&key) {
-                    queue.schedule_now_in(lane, key);
-                }
-            }
-        }
-    }
-}
-
-/// One surge evaluation of Deployment `key`, bounded by [`EVALUATION_TIMEOUT`]; schedules the
-/// next one, and its default PDB [`DEFAULT_PDB_AFTER`] later.
-async fn evaluate(ctx: Arc<Context>, key: Key) {
-    let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
-    let result = timed(&ctx, "surge", deadline, surge::reconcile(&ctx, &key)).await;
-    if let Ok(next) = &result {
-        if let Some(at) = next {
-            ctx.queues.deployments.schedule(key.clone(), instant_at(*at));
-        }
-        ctx.queues.default_pdbs.schedule(key.clone(), tokio::time::Instant::now() + DEFAULT_PDB_AFTER);
-    }
-    let _span = info_span!("surge", namespace = %key.0, deployment = %key.1).entered();
-    settle(&ctx.queues.deployments, key, result.map(|_| ()));
-    if !ctx.may_write() {
-        ctx.forget_surges(); // demoted while evaluating: what it counted is not ours
-    }
-}
-
-/// The default PDB of Deployment `key` (1 s after its surge evaluations), bounded by
-/// [`EVALUATION_TIMEOUT`].
-async fn evaluate_default_pdb(ctx: Arc<Context>, key: Key) {
-    let Some(uid) = ctx.default_pdbs.crd_uid() else { return };
-    let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
-    let reconcile = async { Ok(pdb::reconcile_deployment(&ctx, &key, &uid).await?) };
-    let result = timed(&ctx, "pdb", deadline, reconcile).await;
-    let _span = info_span!("default_pdb", namespace = %key.0, deployment = %key.1).entered();
-    settle(&ctx.queues.default_pdbs, key, result);
-}
-
-/// One evaluation of PDB `key`: a default PDB handed over (`ownedBy` removed) or left by its
-/// Deployment, bounded by [`EVALUATION_TIMEOUT`].
-async fn evaluate_pdb(ctx: Arc<Context>, key: Key) {
-    let Some(cached) = ctx.caches.pdbs.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
-    let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
-    let reconcile = async { Ok(pdb::reconcile_pdb(&ctx, &cached).await?) };
-    let result = timed(&ctx, "pdb", deadline, reconcile).await;
-    let _span = info_span!("pdb", namespace = %key.0, pdb = %key.1).entered();
-    settle(&ctx.queues.pdbs, key, result);
-}
-
-/// After an evaluation of `key` from `queue` (logged in the caller's span, which names the
-/// object): a success clears its back-off; a write the gate refused is tried again soon
-/// (demoted: the loop then drops the key and the new holder evaluates it; a Lease renewal
-/// running late may still succeed; nothing was sent); any other failure is retried with
-/// back-off.
-fn settle(queue: &WorkQueue, key: Key, result: Result<(), Error>) {
-    match result {
-        Ok(()) => queue.succeeded(&key),
-        Err(e) if e.is_not_leader() => {
-            debug!("{e}");
-            queue.schedule(key, tokio::time::Instant::now() + GATE_CLOSED_RETRY);
-        }
-        Err(e) => {
-            let backoff = queue.retry(key);
-            warn!(error = %e, ?backoff, "evaluation failed; retrying");
-        }
-    }
-}
-
-/// Runs one reconciler's part of an evaluation until `deadline`, into its duration histogram
-/// and, failed, its failure count.
-async fn timed<T>(
-    ctx: &Context,
-    reconciler: &'static str,
-    deadline: tokio::time::Instant,
-    work: impl Future<Output = Result<T, Error>>,
-) -> Result<T, Error> {
-    let started = tokio::time::Instant::now();
-    let result =
-        tokio::time::timeout_at(deadline, work).await.unwrap_or(Err(Error::TimedOut(EVALUATION_TIMEOUT)));
-    ctx.metrics.reconciled(reconciler, started.elapsed(), result.as_ref().err().map(Error::metric_label));
-    result
-}
-
-/// The monotonic instant for wall-clock time `at` (now if in the past).
-pub(super) fn instant_at(at: Timestamp) -> tokio::time::Instant {
-    let ahead = at.duration_since(Timestamp::now());
-    tokio::time::Instant::now() + Duration::try_from(ahead).unwrap_or(Duration::ZERO)
 }

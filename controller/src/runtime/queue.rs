@@ -7,16 +7,25 @@
 //! onto thousands of Deployments). One consumer.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use jiff::Timestamp;
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::{MAX_BACKOFF, lock};
+/// What the queues hold: an object as `(namespace, name)` — a Deployment, a PDB, an
+/// EvictionAutoScaler, or a Node (its namespace empty).
+pub type ObjectKey = (String, String);
 
-/// A Deployment, as `(namespace, name)`.
-pub type Key = (String, String);
+/// Longest back-off between failed evaluations of one key.
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// The monotonic instant for wall-clock time `at` (now if in the past).
+pub(crate) fn instant_at(at: Timestamp) -> Instant {
+    let ahead = at.duration_since(Timestamp::now());
+    Instant::now() + Duration::try_from(ahead).unwrap_or(Duration::ZERO)
+}
 
 /// How soon a key is wanted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -31,8 +40,8 @@ pub enum Lane {
 /// time).
 #[derive(Debug, Default)]
 struct Due {
-    at: HashMap<Key, (Lane, Instant)>,
-    order: BTreeSet<(Lane, Instant, Key)>,
+    at: HashMap<ObjectKey, (Lane, Instant)>,
+    order: BTreeSet<(Lane, Instant, ObjectKey)>,
 }
 
 /// The queue.
@@ -40,28 +49,28 @@ struct Due {
 pub struct WorkQueue {
     due: Mutex<Due>,
     /// Consecutive failed evaluations per key (back-off).
-    failures: Mutex<HashMap<Key, u32>>,
+    failures: Mutex<HashMap<ObjectKey, u32>>,
     notify: Notify,
 }
 
 impl WorkQueue {
     /// Makes `key` due at `at`, unless it is already due earlier or urgent.
-    pub fn schedule(&self, key: Key, at: Instant) {
+    pub fn schedule(&self, key: ObjectKey, at: Instant) {
         self.schedule_in(Lane::Normal, key, at);
     }
 
     /// Makes `key` due now.
-    pub fn schedule_now(&self, key: Key) {
+    pub fn schedule_now(&self, key: ObjectKey) {
         self.schedule(key, Instant::now());
     }
 
     /// Makes `key` due now in `lane`.
-    pub fn schedule_now_in(&self, lane: Lane, key: Key) {
+    pub fn schedule_now_in(&self, lane: Lane, key: ObjectKey) {
         self.schedule_in(lane, key, Instant::now());
     }
 
-    fn schedule_in(&self, lane: Lane, key: Key, at: Instant) {
-        let mut due = lock(&self.due);
+    fn schedule_in(&self, lane: Lane, key: ObjectKey, at: Instant) {
+        let mut due = self.due.lock();
         let Due { at: times, order } = &mut *due;
         match times.get_mut(&key) {
             Some(current) if *current <= (lane, at) => return,
@@ -80,9 +89,9 @@ impl WorkQueue {
 
     /// Schedules `key` again after a failed evaluation: after 2 s, 4 s … up to
     /// [`MAX_BACKOFF`] as failures repeat. Returns the wait.
-    pub fn retry(&self, key: Key) -> Duration {
+    pub fn retry(&self, key: ObjectKey) -> Duration {
         let failures = {
-            let mut failures = lock(&self.failures);
+            let mut failures = self.failures.lock();
             let count = failures.entry(key.clone()).or_default();
             *count = count.saturating_add(1);
             *count
@@ -93,21 +102,21 @@ impl WorkQueue {
     }
 
     /// `key` was evaluated without failure: its next failure waits the shortest time again.
-    pub fn succeeded(&self, key: &Key) {
-        lock(&self.failures).remove(key);
+    pub fn succeeded(&self, key: &ObjectKey) {
+        self.failures.lock().remove(key);
     }
 
     /// Number of keys waiting.
     #[cfg(test)]
     fn len(&self) -> usize {
-        lock(&self.due).at.len()
+        self.due.lock().at.len()
     }
 
     /// Waits for the next due key (only urgent ones if `urgent_only`) and removes it.
-    pub async fn next(&self, urgent_only: bool) -> (Lane, Key) {
+    pub async fn next(&self, urgent_only: bool) -> (Lane, ObjectKey) {
         loop {
             let earliest = {
-                let mut due = lock(&self.due);
+                let mut due = self.due.lock();
                 let first = due.order.first().filter(|(lane, ..)| !urgent_only || *lane == Lane::Urgent);
                 let first = first.map(|(_, at, _)| *at);
                 if first.is_some_and(|at| at <= Instant::now())
@@ -136,7 +145,7 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn key(n: &str) -> Key {
+    fn key(n: &str) -> ObjectKey {
         ("ns".into(), n.into())
     }
 

@@ -217,18 +217,12 @@ impl Running {
             .unwrap_or(0.0)
     }
 
-    /// Surge evaluations finished so far.
-    pub fn surge_evaluations(&self) -> f64 {
-        self.metric(r#"eviction_autoscaler_reconcile_duration_seconds_count{reconciler="surge"}"#)
-    }
-
-    /// Waits until the webhook signals handled reach `count` and a surge evaluation has
-    /// finished since `evaluations_before` (read before the signals were handed over): the
-    /// Deployment they scheduled has been evaluated with them in memory.
-    pub async fn signals_evaluated(&self, count: u64, evaluations_before: f64) {
-        let seen = r#"eviction_autoscaler_evictions_seen_total{source="webhook"}"#;
-        eventually("the signals handled and their Deployment evaluated", Duration::from_secs(30), || async {
-            (self.metric(seen) >= count as f64 && self.surge_evaluations() > evaluations_before).then_some(())
+    /// Waits until `count` signals are settled: each taken into account by a surge evaluation
+    /// (after any write it made for it), or found to need none.
+    pub async fn signals_settled(&self, count: u64) {
+        let settled = "eviction_autoscaler_signals_settled_total";
+        eventually("the signals settled", Duration::from_secs(30), || async {
+            (self.metric(settled) >= count as f64).then_some(())
         })
         .await;
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use e2e_support::apiserver::ApiServer;
 use e2e_support::autoscalers::KEDA_CRD;
 use eviction_autoscaler_controller::keda::ScaledObject;
-use eviction_autoscaler_controller::runtime::leader::LeaseTimings;
+use eviction_autoscaler_controller::runtime::kube::leader::LeaseTimings;
 use eviction_autoscaler_shared::config::{Config, SettingsArgs};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;

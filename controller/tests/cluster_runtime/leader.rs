@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use e2e_support::apiserver::ApiServer;
 
-use eviction_autoscaler_controller::runtime::leader::{self, LeaseConfig, LeaseTimings};
-use eviction_autoscaler_controller::runtime::write::WriteGate;
+use eviction_autoscaler_controller::runtime::kube::leader::{self, LeaseConfig, LeaseTimings};
+use eviction_autoscaler_controller::runtime::kube::write::WriteGate;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use tokio::sync::{oneshot, watch};

@@ -41,14 +41,13 @@ async fn eviction_off_a_draining_node_is_recorded_but_never_surges_with_the_drai
     })
     .await;
 
-    let before = running.surge_evaluations();
     assert!(running.admissions.eviction(signal()));
     let recorded = eventually("signal recorded on the EAS", WAIT, || async {
         eas.get("web").await.ok()?.spec.last_eviction.filter(|e| e.pod_name == "web-5d9c7-x1")
     })
     .await;
     assert!(recorded.eviction_time.is_some());
-    running.signals_evaluated(1, before).await;
+    running.signals_settled(1).await;
     assert_eq!(deployment_writes(&apiserver), [], "descheduler-style eviction: no write");
     assert_eq!(
         running.metric("eviction_autoscaler_blocked_evictions_total"),
@@ -97,9 +96,8 @@ async fn a_namespace_out_of_scope_is_left_alone() {
     apiserver.create(&fixture).await;
     let running = start_controller(&apiserver, config("1s", "1h")).await;
     running.synced().await;
-    let before = running.surge_evaluations();
     assert!(running.admissions.eviction(signal()));
-    running.signals_evaluated(1, before).await;
+    running.signals_settled(1).await;
     assert_eq!(deployment_writes(&apiserver), []);
     let eas: Api<EvictionAutoScaler> = Api::namespaced(apiserver.client().await, "apps");
     assert!(eas.get_opt("web").await.expect("get").is_none(), "no EAS out of scope");

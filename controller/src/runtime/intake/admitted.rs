@@ -8,8 +8,9 @@ use eviction_autoscaler_shared::admission::Admitted;
 use tokio::sync::mpsc;
 use tracing::debug;
 
-use super::context::{Context, key_of};
-use super::{affected, pdb};
+use super::affected;
+use crate::runtime::context::{Context, key_of};
+use crate::runtime::pdb_reconciler as pdb;
 
 /// Evaluates what admitted objects affect, until the queue closes.
 pub async fn consume(ctx: Arc<Context>, mut admissions: mpsc::Receiver<Admitted>) {

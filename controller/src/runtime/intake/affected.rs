@@ -2,24 +2,24 @@
 //! writes, no memory, no I/O. Intake schedules what these return; unit tests apply objects to
 //! caches and ask.
 
-use super::cached::CachedDeployment;
+use crate::runtime::kube::cached::CachedDeployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::watcher::Event;
 
-use super::caches::Caches;
-use super::queue::Key;
 use crate::keda::ScaledObject;
+use crate::runtime::kube::caches::Caches;
+use crate::runtime::queue::ObjectKey;
 
 /// Keys made due: Deployments (surge and default-PDB evaluation) and PDBs (hand-over, PDBs
 /// of deleted Deployments).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Due {
     /// Deployments to evaluate.
-    pub deployments: Vec<Key>,
+    pub deployments: Vec<ObjectKey>,
     /// PDBs to evaluate.
-    pub pdbs: Vec<Key>,
+    pub pdbs: Vec<ObjectKey>,
 }
 
 /// A Deployment changed: it is due; deleted, so are the default PDBs in its namespace (its own
@@ -59,7 +59,7 @@ pub fn by_pdb(event: &Event<PodDisruptionBudget>, caches: &Caches) -> Due {
 }
 
 /// The cached Deployments whose pods `pdb` covers.
-pub fn covered_by(pdb: &PodDisruptionBudget, caches: &Caches) -> Vec<Key> {
+pub fn covered_by(pdb: &PodDisruptionBudget, caches: &Caches) -> Vec<ObjectKey> {
     caches.deployments_covered_by(pdb)
 }
 
@@ -95,7 +95,7 @@ pub fn by_namespace(event: &Event<Namespace>, caches: &Caches) -> Due {
     Due { deployments: caches.deployment_keys_in(name), pdbs: vec![] }
 }
 
-fn pdb_key(pdb: &PodDisruptionBudget) -> Option<Key> {
+fn pdb_key(pdb: &PodDisruptionBudget) -> Option<ObjectKey> {
     Some((pdb.metadata.namespace.clone()?, pdb.metadata.name.clone()?))
 }
 
@@ -107,7 +107,7 @@ mod tests {
     use super::*;
     use crate::runtime::caches::{Writers, caches};
 
-    fn key(namespace: &str, name: &str) -> Key {
+    fn key(namespace: &str, name: &str) -> ObjectKey {
         (namespace.to_owned(), name.to_owned())
     }
 

@@ -1,5 +1,11 @@
-//! Signals and triggers: eviction signals (webhook queue, EAS `spec.lastEviction`), node
-//! drain edges, and watch events mapped to the Deployments they concern.
+//! Intake: what makes work due. Eviction signals (the webhook's queue, EAS
+//! `spec.lastEviction`), node drain edges, watch events mapped to the keys they concern
+//! ([`affected`]), and the objects the webhook admitted ([`admitted`]).
+
+pub mod admitted;
+mod affected;
+pub mod nodes;
+pub mod recent;
 
 use std::sync::Arc;
 
@@ -16,10 +22,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 use tracing::{debug, info, instrument};
 
-use super::affected;
-use super::cached::CachedDeployment;
 use super::context::Context;
-use super::queue::{Key, Lane};
+use super::kube::cached::CachedDeployment;
+use super::queue::{Lane, ObjectKey};
 use crate::displaced::{SignaledPod, is_displaceable, owning_deployment, refused_eviction};
 use crate::eas::last_eviction_patch;
 use crate::error;
@@ -77,17 +82,25 @@ async fn signal_deployment(
     source: Source,
 ) -> Result<(), kube::Error> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
-    let Some(pod) = pods.get_opt(pod_name).await? else { return Ok(()) };
+    let settled = || ctx.metrics.signals_settled.inc(); // nothing for an evaluation to take up
+    let Some(pod) = pods.get_opt(pod_name).await? else {
+        settled();
+        return Ok(());
+    };
     let Some(deployment_name) = owning_deployment(&pod) else {
         debug!(
             pod = pod_name,
             "not owned by a Deployment's ReplicaSet; skipped (StatefulSets and others are never surged)"
         );
         report_skipped_owner(ctx, &pod).await;
+        settled();
         return Ok(());
     };
     let key = (namespace.to_owned(), deployment_name);
-    let Some(deployment) = ctx.deployment(&key) else { return Ok(()) };
+    let Some(deployment) = ctx.deployment(&key) else {
+        settled();
+        return Ok(());
+    };
     let pdbs = ctx.covering_pdbs(&deployment);
     let blocked = refused_eviction(&pdbs, &pod);
     let displaceable = is_displaceable(&pod);
@@ -98,7 +111,8 @@ async fn signal_deployment(
         pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.nodes.contains(n));
     let signal = SignaledPod { pod: pod_name.to_owned(), at, on_draining_node, displaceable };
     if !ctx.surges.record_signal(&key, signal, blocked) {
-        return Ok(()); // known already
+        settled(); // known already
+        return Ok(());
     }
     let lane = if blocked { Lane::Urgent } else { Lane::Normal }; // a drain waits on a refusal
     ctx.queues.deployments.schedule_now_in(lane, key);
@@ -225,7 +239,7 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
 /// The `spec.lastEviction` of EvictionAutoScaler `key` (as cached now), if it is a signal this
 /// replica has not seen: recorded and its Deployment made due, as a webhook signal would be.
 /// Only the holder runs it; followers wrote these in the first place.
-pub async fn eas_signal(ctx: Arc<Context>, key: Key) {
+pub async fn eas_signal(ctx: Arc<Context>, key: ObjectKey) {
     let Some(eas) = ctx.caches.eas.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
     let namespace = key.0;
     let Some(last) = eas.spec.last_eviction.clone() else { return };
@@ -270,7 +284,7 @@ pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
 /// A node started draining (`key` is `("", node)`): the Deployments with pods on it are due,
 /// since their PDB-blocked pods count as displaced before any eviction; the drain edge is
 /// their trigger (latency metric).
-pub async fn pods_on_draining_node(ctx: Arc<Context>, key: Key) {
+pub async fn pods_on_draining_node(ctx: Arc<Context>, key: ObjectKey) {
     let Some(since) = ctx.nodes.draining_since(&key.1) else { return }; // drained no more
     match ctx.nodes.pods_on(&ctx.client, &key.1).await {
         Ok(pods) => {

@@ -2,15 +2,15 @@
 //! on demand (there is no Pod cache).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use tokio::time::Instant;
-
-use super::lock;
 
 /// How long a list of the pods on a draining node is reused (one LIST per node, not per
 /// Deployment, when many Deployments are evaluated together).
@@ -33,37 +33,37 @@ pub struct DrainingNodes {
 impl DrainingNodes {
     /// Records the drain state of `node`; returns the previous state.
     pub fn set(&self, node: &str, draining: bool) -> bool {
-        let mut since = lock(&self.since);
+        let mut since = self.since.lock();
         let was = since.contains_key(node);
         if draining {
             since.entry(node.to_owned()).or_insert_with(Instant::now);
         } else {
             since.remove(node);
-            lock(&self.pods).remove(node);
+            self.pods.lock().remove(node);
         }
         was
     }
 
     /// Draining nodes now.
     pub fn names(&self) -> Vec<String> {
-        lock(&self.since).keys().cloned().collect()
+        self.since.lock().keys().cloned().collect()
     }
 
     /// Whether `node` is draining.
     pub fn contains(&self, node: &str) -> bool {
-        lock(&self.since).contains_key(node)
+        self.since.lock().contains_key(node)
     }
 
     /// When `node` was first seen draining, if it still is.
     pub fn draining_since(&self, node: &str) -> Option<Instant> {
-        lock(&self.since).get(node).copied()
+        self.since.lock().get(node).copied()
     }
 
     /// Pods on `node` (LIST with a `spec.nodeName` field selector), reused for a moment: one
     /// LIST per node, not per Deployment, when many Deployments are evaluated together (those
     /// that ask while it is on its way wait for it).
     pub async fn pods_on(&self, client: &Client, node: &str) -> Result<Arc<Vec<Pod>>, kube::Error> {
-        let slot = lock(&self.pods).entry(node.to_owned()).or_default().clone();
+        let slot = self.pods.lock().entry(node.to_owned()).or_default().clone();
         let mut listed = slot.lock().await;
         if let Some((sent, pods)) = listed.as_ref()
             && sent.elapsed() < NODE_PODS_TTL

@@ -1,13 +1,11 @@
 //! A set of recently seen keys: "at most once per period" for writes and reports.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
-
-use super::lock;
 
 /// Keys seen within the last `every`, and when; older ones are dropped as it is used, so it
 /// holds only recent keys.
@@ -25,7 +23,7 @@ impl<K: Eq + Hash> Recent<K> {
 
     /// Whether `key` was not seen within the last period; if so it is seen now.
     pub fn first(&self, key: K) -> bool {
-        let mut seen = lock(&self.seen);
+        let mut seen = self.seen.lock();
         seen.retain(|_, at| at.elapsed() < self.every);
         if seen.contains_key(&key) {
             return false;

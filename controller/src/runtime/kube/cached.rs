@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
 use kube::runtime::reflector::Lookup;
 
-use super::queue::Key;
+use crate::runtime::queue::ObjectKey;
 
 /// kubectl's copy of the whole object as last applied: often the largest annotation, and
 /// never read.
@@ -121,7 +121,7 @@ impl CachedDeployment {
     }
 
     /// Its queue key.
-    pub fn key(&self) -> Option<Key> {
+    pub fn key(&self) -> Option<ObjectKey> {
         Some((self.namespace.clone()?, self.name.clone()?))
     }
 
@@ -180,7 +180,8 @@ mod tests {
     /// --show-managed-fields` on kube-apiserver v1.35, pods ready): every field the cache drops
     /// is set.
     fn full() -> Deployment {
-        serde_json::from_str(include_str!("../../tests/data/deployment-full.json")).expect("fixture parses")
+        serde_json::from_str(include_str!("../../../tests/data/deployment-full.json"))
+            .expect("fixture parses")
     }
 
     #[test]

@@ -23,9 +23,9 @@ use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
 use super::cached::{CachedDeployment, LAST_APPLIED};
-use super::queue::Key;
 use crate::eas::{pdb_covers, pdb_selects};
 use crate::keda::ScaledObject;
+use crate::runtime::queue::ObjectKey;
 
 /// Read handles of every cache; cheap to clone.
 #[derive(Clone)]
@@ -98,9 +98,9 @@ impl Caches {
 
     /// The keys of the cached Deployments whose pods `pdb` selects, by name (on the compact
     /// cache: a PDB in a namespace of many Deployments rebuilds none of them).
-    pub fn deployments_covered_by(&self, pdb: &PodDisruptionBudget) -> Vec<Key> {
+    pub fn deployments_covered_by(&self, pdb: &PodDisruptionBudget) -> Vec<ObjectKey> {
         let namespace = pdb.metadata.namespace.as_deref();
-        let mut keys: Vec<Key> = self
+        let mut keys: Vec<ObjectKey> = self
             .deployments
             .state()
             .iter()
@@ -127,7 +127,7 @@ impl Caches {
     }
 
     /// The keys of the cached Deployments in `namespace`.
-    pub fn deployment_keys_in(&self, namespace: &str) -> Vec<Key> {
+    pub fn deployment_keys_in(&self, namespace: &str) -> Vec<ObjectKey> {
         let all = self.deployments.state();
         all.iter().filter(|d| d.namespace() == Some(namespace)).filter_map(|d| d.key()).collect()
     }

@@ -10,12 +10,26 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tracing::{info, warn};
 
 use super::caches::{reflect, trim_scaled_object};
-use super::context::Context;
-use super::{intake, pdb};
 use crate::keda::ScaledObject;
+use crate::pdb::{CRD_NAME, live_crd_uid};
+use crate::runtime::context::Context;
+use crate::runtime::intake;
 
 /// Name of KEDA's ScaledObject CRD.
 const KEDA_CRD: &str = "scaledobjects.keda.sh";
+
+/// Reads the EvictionAutoScaler CRD's UID (needed for the owner reference); `None` if it
+/// cannot be read.
+pub async fn own_crd_uid(ctx: &Context) -> Option<String> {
+    let api: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
+    match api.get_opt(CRD_NAME).await {
+        Ok(crd) => crd.as_ref().and_then(live_crd_uid),
+        Err(e) => {
+            warn!(error = %e, "cannot read the EvictionAutoScaler CRD: default PDBs are not managed");
+            None
+        }
+    }
+}
 
 /// Keeps the EvictionAutoScaler CRD's UID current: deleted or being deleted (an uninstall, or a
 /// reinstall that replaces it), no default PDB is created with the vanishing owner, which the
@@ -23,7 +37,7 @@ const KEDA_CRD: &str = "scaledobjects.keda.sh";
 /// is the owner.
 pub async fn watch_own_crd(ctx: Arc<Context>) {
     let crds: Api<CustomResourceDefinition> = Api::all(ctx.client.clone());
-    let config = watcher::Config::default().fields(&format!("metadata.name={}", pdb::EAS_CRD));
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", CRD_NAME));
     let mut stream = std::pin::pin!(watcher(crds, config).default_backoff());
     // A re-list reports what exists, not what was deleted meanwhile.
     let mut listed = false;
@@ -31,7 +45,7 @@ pub async fn watch_own_crd(ctx: Arc<Context>) {
         let uid = match event {
             Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => {
                 listed = true;
-                pdb::live_uid(&crd)
+                live_crd_uid(&crd)
             }
             Ok(watcher::Event::Init) => {
                 listed = false;

@@ -4,8 +4,8 @@
 //! on; an events.k8s.io/v1 Event has no `lastTimestamp` and sorts as the oldest, and the
 //! apiserver refuses the deprecated fields there.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
@@ -117,11 +117,7 @@ impl Recorder {
             message: message.clone(),
         };
         let now = Timestamp::now();
-        let seen = self.series.lock().unwrap_or_else(std::sync::PoisonError::into_inner).observe(
-            key,
-            object.name.as_deref().unwrap_or("object"),
-            now,
-        );
+        let seen = self.series.lock().observe(key, object.name.as_deref().unwrap_or("object"), now);
         // Events about cluster-scoped objects live in `default`, as client-go puts them.
         let namespace =
             object.namespace.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into());

@@ -11,7 +11,9 @@
 //! starts, and none is still on its way. Writes any replica makes by design (eviction signals
 //! on the EvictionAutoScaler, default PDBs at admission) use a writer without the gate.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use eviction_autoscaler_shared::config::Config;
@@ -23,22 +25,12 @@ use prometheus_client::metrics::family::Family;
 use tokio::sync::{RwLock, watch};
 use tokio::time::Instant;
 
-use super::lock;
-use super::metrics::WriteLabel;
+use crate::error::{NotLeader, WriteTimedOut};
+use crate::runtime::metrics::WriteLabel;
 
 /// Longest one write may take: the evaluation that makes it has the same bound
 /// (`EVALUATION_TIMEOUT`), and a write outside one (intake, admission, Events) gets it here.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// A write that did not answer within [`WRITE_TIMEOUT`]; given up.
-#[derive(Debug, thiserror::Error)]
-#[error("the API server did not answer the write within {WRITE_TIMEOUT:?}; given up")]
-pub struct WriteTimedOut;
-
-/// A write refused by the gate: it was never sent.
-#[derive(Debug, thiserror::Error)]
-#[error("not the Lease holder: the write was not sent")]
-pub struct NotLeader;
 
 /// See the module documentation.
 #[derive(Debug, Default)]
@@ -57,18 +49,18 @@ impl WriteGate {
 
     /// Lets writes start until `until` (each Lease renewal moves it on).
     pub fn open_until(&self, until: Instant) {
-        *lock(&self.open_until) = Some(until);
+        *self.open_until.lock() = Some(until);
     }
 
     /// Refuses new writes, then waits until no write is in flight.
     pub async fn close(&self) {
-        *lock(&self.open_until) = None;
+        *self.open_until.lock() = None;
         drop(self.in_flight.write().await);
     }
 
     /// Whether a write could start now.
     pub fn is_open(&self) -> bool {
-        lock(&self.open_until).is_some_and(|until| Instant::now() < until)
+        self.open_until.lock().is_some_and(|until| Instant::now() < until)
     }
 
     /// A permit for one write, if the gate is open. Checked after joining the writes in
@@ -111,7 +103,7 @@ impl RateLimit {
             (config.kube_api_qps, f64::from(config.kube_api_burst))
         };
         let wait = {
-            let mut bucket = lock(&self.bucket);
+            let mut bucket = self.bucket.lock();
             let now = Instant::now();
             let (tokens, at) = bucket.unwrap_or((burst, now));
             let tokens = (tokens + now.duration_since(at).as_secs_f64() * qps).min(burst) - 1.0;
@@ -160,7 +152,7 @@ pub fn writer(
             count.outcome = outcome_of(&answer);
             match answer {
                 Ok(answer) => answer.map_err(tower::BoxError::from),
-                Err(_) => Err(WriteTimedOut.into()),
+                Err(_) => Err(WriteTimedOut(WRITE_TIMEOUT).into()),
             }
         }
     });
@@ -220,13 +212,9 @@ fn kind_of(path: &str) -> String {
     }
 }
 
-/// Whether `e` is a write the gate refused.
-pub fn is_not_leader(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Service(inner) if inner.is::<NotLeader>())
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::error::is_not_leader;
     use std::time::Duration;
 
     use http::Response;

@@ -2,8 +2,8 @@
 //! but not yet stored, Deployments just deleted, and per Deployment its last skip reason and
 //! its recent creates.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 use crate::pdb::{ADMISSION_GRACE, OwnedPdb};
 
-use crate::runtime::queue::Key;
-use crate::runtime::{MAX_BACKOFF, lock};
+use crate::runtime::queue::MAX_BACKOFF;
+use crate::runtime::queue::ObjectKey;
 
 /// How long a PDB seen at admission counts as stored: the apiserver stores it within moments,
 /// and if it never does (refused after the webhooks) the default PDB comes back after this.
@@ -81,25 +81,25 @@ pub struct PdbMemory {
     /// Deployments whose deletion the watch brought, with when: their PDB goes at once, not
     /// after [`ADMISSION_GRACE`] (only PDBs younger than that ask, so that is how long a
     /// record lasts).
-    deleted: Mutex<HashMap<Key, Instant>>,
-    deployments: Mutex<HashMap<Key, Entry>>,
+    deleted: Mutex<HashMap<ObjectKey, Instant>>,
+    deployments: Mutex<HashMap<ObjectKey, Entry>>,
 }
 
 impl PdbMemory {
     /// The EvictionAutoScaler CRD's UID, if it exists (see [`Self::set_crd_uid`]).
     pub fn crd_uid(&self) -> Option<String> {
-        lock(&self.crd_uid).clone()
+        self.crd_uid.lock().clone()
     }
 
     /// Records the CRD's UID as read or watched (`None`: deleted, or not readable).
     pub fn set_crd_uid(&self, uid: Option<String>) {
-        *lock(&self.crd_uid) = uid;
+        *self.crd_uid.lock() = uid;
     }
 
     /// Remembers a user PDB just admitted (see the field `admitted`).
     pub fn remember_admitted(&self, pdb: PodDisruptionBudget) {
         let now = Instant::now();
-        let mut admitted = lock(&self.admitted);
+        let mut admitted = self.admitted.lock();
         admitted.retain(|(p, at)| {
             now < *at + ADMITTED_PDB_TTL
                 && (p.metadata.namespace != pdb.metadata.namespace || p.metadata.name != pdb.metadata.name)
@@ -111,7 +111,7 @@ impl PdbMemory {
     /// them stops counting.
     pub fn admitted(&self, namespace: &str) -> (Vec<PodDisruptionBudget>, Option<Instant>) {
         let now = Instant::now();
-        let mut admitted = lock(&self.admitted);
+        let mut admitted = self.admitted.lock();
         admitted.retain(|(_, at)| now < *at + ADMITTED_PDB_TTL);
         let here = admitted.iter().filter(|(p, _)| p.metadata.namespace.as_deref() == Some(namespace));
         let until = here.clone().map(|(_, at)| *at + ADMITTED_PDB_TTL).min();
@@ -119,8 +119,8 @@ impl PdbMemory {
     }
 
     /// Records the skip reason of `key` (`None`: not skipped); whether it changed.
-    pub fn skipped(&self, key: &Key, reason: Option<&'static str>) -> bool {
-        let mut deployments = lock(&self.deployments);
+    pub fn skipped(&self, key: &ObjectKey, reason: Option<&'static str>) -> bool {
+        let mut deployments = self.deployments.lock();
         let entry = deployments.entry(key.clone()).or_default();
         let changed = std::mem::replace(&mut entry.skip, reason) != reason;
         // Only Deployments with something to remember take memory, not every one planned.
@@ -131,13 +131,13 @@ impl PdbMemory {
     }
 
     /// When the next create of `key`'s default PDB may go out (`None`: now).
-    pub fn create_blocked_until(&self, key: &Key, now: Instant) -> Option<Instant> {
-        Creates::blocked_until(lock(&self.deployments).get(key).and_then(|e| e.creates), now)
+    pub fn create_blocked_until(&self, key: &ObjectKey, now: Instant) -> Option<Instant> {
+        Creates::blocked_until(self.deployments.lock().get(key).and_then(|e| e.creates), now)
     }
 
     /// We created `key`'s default PDB at `now`.
-    pub fn created(&self, key: &Key, now: Instant) {
-        let mut deployments = lock(&self.deployments);
+    pub fn created(&self, key: &ObjectKey, now: Instant) {
+        let mut deployments = self.deployments.lock();
         let entry = deployments.entry(key.clone()).or_default();
         entry.creates = Some(Creates::after(entry.creates, now));
     }
@@ -147,8 +147,8 @@ impl PdbMemory {
     /// as it scales) would otherwise both send it before the watch brings the first.
     /// A record the cache has moved past is dropped: it only bridges the moment until the
     /// watch delivers our patch.
-    pub fn already_patched(&self, key: &Key, pdb: &OwnedPdb, patch: &Value) -> bool {
-        let mut deployments = lock(&self.deployments);
+    pub fn already_patched(&self, key: &ObjectKey, pdb: &OwnedPdb, patch: &Value) -> bool {
+        let mut deployments = self.deployments.lock();
         let Some(entry) = deployments.get_mut(key) else { return false };
         let sent = match &entry.patched {
             Some((version, sent)) if version.as_deref() == pdb.resource_version() => sent == patch,
@@ -165,29 +165,29 @@ impl PdbMemory {
     }
 
     /// We patched `pdb` for `key` (see [`Self::already_patched`]).
-    pub fn patched(&self, key: &Key, pdb: &OwnedPdb, patch: Value) {
-        let mut deployments = lock(&self.deployments);
+    pub fn patched(&self, key: &ObjectKey, pdb: &OwnedPdb, patch: Value) {
+        let mut deployments = self.deployments.lock();
         deployments.entry(key.clone()).or_default().patched =
             Some((pdb.resource_version().map(str::to_owned), patch));
     }
 
     /// Forgets a Deployment that is not (or no longer) cached.
-    pub fn forget(&self, key: &Key) {
-        lock(&self.deployments).remove(key);
+    pub fn forget(&self, key: &ObjectKey) {
+        self.deployments.lock().remove(key);
     }
 
     /// The watch brought Deployment `key`'s deletion (not merely its absence from the cache:
     /// a Deployment not stored yet is absent too).
-    pub fn deployment_deleted(&self, key: &Key) {
+    pub fn deployment_deleted(&self, key: &ObjectKey) {
         let now = Instant::now();
-        let mut deleted = lock(&self.deleted);
+        let mut deleted = self.deleted.lock();
         deleted.retain(|_, at| now < *at + ADMISSION_GRACE);
         deleted.insert(key.clone(), now);
     }
 
     /// Whether the watch brought Deployment `key`'s deletion a moment ago.
-    pub fn was_deleted(&self, key: &Key) -> bool {
-        lock(&self.deleted).get(key).is_some_and(|at| Instant::now() < *at + ADMISSION_GRACE)
+    pub fn was_deleted(&self, key: &ObjectKey) -> bool {
+        self.deleted.lock().get(key).is_some_and(|at| Instant::now() < *at + ADMISSION_GRACE)
     }
 }
 
@@ -229,7 +229,7 @@ mod tests {
         assert!(!memory.already_patched(&key, &read, &other), "another patch goes out");
         let newer = OwnedPdb::for_test("ns", "web-eviction-autoscaler", "uid", "8");
         assert!(!memory.already_patched(&key, &newer, &patch), "planned from a newer version");
-        assert_eq!(lock(&memory.deployments).len(), 0, "and the record is dropped");
+        assert_eq!(memory.deployments.lock().len(), 0, "and the record is dropped");
     }
 
     #[tokio::test(start_paused = true)]
@@ -244,7 +244,7 @@ mod tests {
         tokio::time::advance(ADMISSION_GRACE).await;
         assert!(!memory.was_deleted(&web), "no longer than the grace");
         memory.deployment_deleted(&api);
-        assert_eq!(lock(&memory.deleted).len(), 1, "and expired records are dropped");
+        assert_eq!(memory.deleted.lock().len(), 1, "and expired records are dropped");
     }
 
     #[test]
@@ -258,6 +258,6 @@ mod tests {
         assert!(memory.skipped(&key, None));
         let other = ("ns".to_owned(), "api".to_owned());
         assert!(!memory.skipped(&other, None));
-        assert_eq!(lock(&memory.deployments).len(), 0, "nothing remembered of Deployments not skipped");
+        assert_eq!(memory.deployments.lock().len(), 0, "nothing remembered of Deployments not skipped");
     }
 }

@@ -2,10 +2,7 @@
 //! status written only on change, removed when out of scope) and the Go project's leftovers
 //! on them (finalizers released, pinned PDBs restored).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-use eviction_autoscaler_shared::crd::{EvictionAutoScaler, EvictionAutoScalerStatus};
+use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use jiff::Timestamp;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -17,63 +14,14 @@ use crate::adopt::{self, PinnedPdb};
 use crate::eas;
 use crate::error;
 use crate::runtime::context::Context;
-use crate::runtime::lock;
-use crate::runtime::queue::Key;
+use crate::runtime::queue::ObjectKey;
 use crate::surge::status::{StatusFacts, needs_write, render};
 use crate::surge::{Observed, Plan, ScalerKind};
-
-/// A status we wrote: the cached resourceVersion it was computed from, and the status.
-type WrittenStatus = (Option<String>, EvictionAutoScalerStatus);
-
-/// The last status written per EAS, and the cached resourceVersion it was computed from: two
-/// evaluations close together would otherwise both write it before the watch delivers the
-/// first write.
-#[derive(Debug, Default)]
-pub struct StatusWrites(Mutex<HashMap<(String, String), WrittenStatus>>);
-
-impl StatusWrites {
-    /// Whether `status` was already written to EAS `namespace/name` while the cache still
-    /// shows the version it was computed from. A record the cache has moved past is dropped:
-    /// it only bridges the moment until the watch delivers our write.
-    fn already_written(
-        &self,
-        namespace: &str,
-        name: &str,
-        cached_version: Option<&String>,
-        status: &EvictionAutoScalerStatus,
-    ) -> bool {
-        let mut writes = lock(&self.0);
-        let key = (namespace.to_owned(), name.to_owned());
-        match writes.get(&key) {
-            Some((version, written)) if version.as_ref() == cached_version => written == status,
-            Some(_) => {
-                writes.remove(&key);
-                false
-            }
-            None => false,
-        }
-    }
-
-    fn record(
-        &self,
-        namespace: &str,
-        name: &str,
-        cached_version: Option<String>,
-        status: EvictionAutoScalerStatus,
-    ) {
-        lock(&self.0).insert((namespace.to_owned(), name.to_owned()), (cached_version, status));
-    }
-
-    /// Forgets a deleted EAS.
-    pub fn forget(&self, namespace: &str, name: &str) {
-        lock(&self.0).remove(&(namespace.to_owned(), name.to_owned()));
-    }
-}
 
 /// Writes the status of each EAS of the Deployment's PDBs, only where it changed.
 pub async fn eas_status(
     ctx: &Context,
-    key: &Key,
+    key: &ObjectKey,
     observed: &Observed,
     plan: &Plan,
     now: Timestamp,
@@ -120,7 +68,7 @@ pub async fn eas_status(
 /// Ensures one EAS per PDB protecting this Deployment in scope, and adopts Go leftovers.
 pub async fn eas_objects(
     ctx: &Context,
-    key: &Key,
+    key: &ObjectKey,
     observed: &Observed,
     surged: bool,
 ) -> Result<(), kube::Error> {
@@ -212,24 +160,5 @@ async fn restore_pin(ctx: &Context, namespace: &str, pdb: &PodDisruptionBudget) 
                 Err(e) => Err(e),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_written_status_is_remembered_only_until_the_cache_shows_a_newer_version() {
-        let writes = StatusWrites::default();
-        let status = EvictionAutoScalerStatus { min_replicas: Some(1), ..Default::default() };
-        let (v7, v8) = (Some("7".to_owned()), Some("8".to_owned()));
-        assert!(!writes.already_written("ns", "web", v7.as_ref(), &status));
-        writes.record("ns", "web", v7.clone(), status.clone());
-        assert!(writes.already_written("ns", "web", v7.as_ref(), &status), "the cache has not caught up");
-        let other = EvictionAutoScalerStatus { min_replicas: Some(2), ..Default::default() };
-        assert!(!writes.already_written("ns", "web", v7.as_ref(), &other), "another status goes out");
-        assert!(!writes.already_written("ns", "web", v8.as_ref(), &status), "planned from a newer version");
-        assert_eq!(lock(&writes.0).len(), 0, "and the record is dropped");
     }
 }

@@ -1,19 +1,19 @@
 //! What the surge reconciler remembers about each Deployment between evaluations: signals,
-//! the hold anchor, the 403 pause, what it last reported. Nothing here is needed for
+//! the hold anchor, the 403 pause, what it last reported, the EAS statuses it wrote. Nothing here is needed for
 //! correctness after a restart: the surge state is on the scaled object.
 //!
 //! Intake records signals; an evaluation reads a [`Recalled`] copy (observing changes
 //! nothing) and the reconciler records its result.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
+use eviction_autoscaler_shared::crd::EvictionAutoScalerStatus;
 use jiff::{SignedDuration, Timestamp};
+use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::displaced::SignaledPod;
-use crate::runtime::lock;
-use crate::runtime::queue::Key;
+use crate::runtime::queue::ObjectKey;
 
 /// One Deployment's memory.
 #[derive(Debug, Default)]
@@ -91,13 +91,13 @@ pub struct Evaluated {
 
 /// Every Deployment's memory.
 #[derive(Debug, Default)]
-pub struct SurgeMemory(Mutex<HashMap<Key, Entry>>);
+pub struct SurgeMemory(Mutex<HashMap<ObjectKey, Entry>>);
 
 impl SurgeMemory {
     /// Runs `f` on the entry of `key`; an entry left with nothing to remember is dropped, so
     /// the memory holds only Deployments with signals or surges, not every one evaluated.
-    fn with<R>(&self, key: &Key, f: impl FnOnce(&mut Entry) -> R) -> R {
-        let mut memory = lock(&self.0);
+    fn with<R>(&self, key: &ObjectKey, f: impl FnOnce(&mut Entry) -> R) -> R {
+        let mut memory = self.0.lock();
         let entry = memory.entry(key.clone()).or_default();
         let result = f(entry);
         if entry.is_empty() {
@@ -108,7 +108,7 @@ impl SurgeMemory {
 
     /// Records a signal unless already known (the same pod at the same second); `blocking`:
     /// its eviction was refused by a budget, a trigger (see [`Self::triggered`]).
-    pub fn record_signal(&self, key: &Key, signal: SignaledPod, blocking: bool) -> bool {
+    pub fn record_signal(&self, key: &ObjectKey, signal: SignaledPod, blocking: bool) -> bool {
         self.with(key, |m| {
             if m.signals.iter().any(|s| s.pod == signal.pod && s.at.as_second() == signal.at.as_second()) {
                 return false;
@@ -123,16 +123,23 @@ impl SurgeMemory {
     }
 
     /// Whether this signal is known (see [`Self::record_signal`]).
-    pub fn knows_signal(&self, key: &Key, pod: &str, at: Timestamp) -> bool {
-        lock(&self.0)
+    pub fn knows_signal(&self, key: &ObjectKey, pod: &str, at: Timestamp) -> bool {
+        self.0
+            .lock()
             .get(key)
             .is_some_and(|m| m.signals.iter().any(|s| s.pod == pod && s.at.as_second() == at.as_second()))
     }
 
     /// A copy of what is remembered of `key` that still holds at `now`: signals within
     /// `horizon`, a pause not yet over, an expiry while some node still drains.
-    pub fn recall(&self, key: &Key, now: Timestamp, horizon: SignedDuration, any_draining: bool) -> Recalled {
-        let memory = lock(&self.0);
+    pub fn recall(
+        &self,
+        key: &ObjectKey,
+        now: Timestamp,
+        horizon: SignedDuration,
+        any_draining: bool,
+    ) -> Recalled {
+        let memory = self.0.lock();
         let Some(m) = memory.get(key) else { return Recalled::default() };
         Recalled {
             signals: m.signals.iter().filter(|s| now.duration_since(s.at) <= horizon).cloned().collect(),
@@ -145,45 +152,49 @@ impl SurgeMemory {
     }
 
     /// The signals counted in `recalled` were seen by an evaluation that reported on them.
-    pub fn signals_seen(&self, key: &Key, recalled: &Recalled) {
-        self.with(key, |m| m.seen = m.seen.max(recalled.recorded));
+    pub fn signals_seen(&self, key: &ObjectKey, recalled: &Recalled) -> u64 {
+        self.with(key, |m| {
+            let newly = recalled.recorded.saturating_sub(m.seen);
+            m.seen = m.seen.max(recalled.recorded);
+            newly
+        })
     }
 
     /// A surge found active with no signal known holds from `at` (so max-hold bounds it).
-    pub fn resumed(&self, key: &Key, at: Timestamp) {
+    pub fn resumed(&self, key: &ObjectKey, at: Timestamp) {
         self.with(key, |m| m.resumed_at = Some(at));
     }
 
     /// A write was refused with 403: no write for `key` until `until`.
-    pub fn forbid(&self, key: &Key, message: String, until: Timestamp) {
+    pub fn forbid(&self, key: &ObjectKey, message: String, until: Timestamp) {
         self.with(key, |m| m.forbidden = Some((message, until)));
     }
 
     /// When the 403 pause of `key` ends, if one is on at `now`.
-    pub fn pause_end(&self, key: &Key, now: Timestamp) -> Option<Timestamp> {
-        lock(&self.0).get(key).and_then(|m| m.paused_until(now))
+    pub fn pause_end(&self, key: &ObjectKey, now: Timestamp) -> Option<Timestamp> {
+        self.0.lock().get(key).and_then(|m| m.paused_until(now))
     }
 
     /// Whether the surge of `key` is overdue (for the gauge).
-    pub fn set_overdue(&self, key: &Key, overdue: bool) {
+    pub fn set_overdue(&self, key: &ObjectKey, overdue: bool) {
         self.with(key, |m| m.overdue = overdue);
     }
 
     /// Something that may call for a surge of `key` happened `at` (a node it has pods on
     /// started draining): the latency is measured from the first such moment of an episode.
-    pub fn triggered(&self, key: &Key, at: Instant) {
+    pub fn triggered(&self, key: &ObjectKey, at: Instant) {
         self.with(key, |m| {
             m.first_trigger.get_or_insert(at);
         });
     }
 
     /// Ends the latency measurement of `key`: when its episode's first trigger came.
-    pub fn take_first_trigger(&self, key: &Key) -> Option<Instant> {
+    pub fn take_first_trigger(&self, key: &ObjectKey) -> Option<Instant> {
         self.with(key, |m| m.first_trigger.take())
     }
 
     /// Keeps an evaluation's result, and drops what no longer holds at `now`.
-    pub fn evaluated(&self, key: &Key, result: Evaluated, now: Timestamp, horizon: SignedDuration) {
+    pub fn evaluated(&self, key: &ObjectKey, result: Evaluated, now: Timestamp, horizon: SignedDuration) {
         self.with(key, |m| {
             m.signals.retain(|s| now.duration_since(s.at) <= horizon);
             if m.paused_until(now).is_none() {
@@ -207,13 +218,13 @@ impl SurgeMemory {
     }
 
     /// Forgets a deleted Deployment.
-    pub fn forget(&self, key: &Key) {
-        lock(&self.0).remove(key);
+    pub fn forget(&self, key: &ObjectKey) {
+        self.0.lock().remove(key);
     }
 
     /// This replica stopped writing: the surges it counted are the next holder's to report.
     pub fn forget_surges(&self) {
-        for m in lock(&self.0).values_mut() {
+        for m in self.0.lock().values_mut() {
             m.surged = false;
             m.overdue = false;
         }
@@ -221,13 +232,61 @@ impl SurgeMemory {
 
     /// How many Deployments are surged, and how many of those overdue.
     pub fn counts(&self) -> (usize, usize) {
-        let memory = lock(&self.0);
+        let memory = self.0.lock();
         (memory.values().filter(|m| m.surged).count(), memory.values().filter(|m| m.overdue).count())
     }
 
     /// Deployments surged at their last evaluation.
-    pub fn surged_keys(&self) -> Vec<Key> {
-        lock(&self.0).iter().filter(|(_, m)| m.surged).map(|(k, _)| k.clone()).collect()
+    pub fn surged_keys(&self) -> Vec<ObjectKey> {
+        self.0.lock().iter().filter(|(_, m)| m.surged).map(|(k, _)| k.clone()).collect()
+    }
+}
+
+/// A status we wrote: the cached resourceVersion it was computed from, and the status.
+type WrittenStatus = (Option<String>, EvictionAutoScalerStatus);
+
+/// The last status written per EAS, and the cached resourceVersion it was computed from: two
+/// evaluations close together would otherwise both write it before the watch delivers the
+/// first write.
+#[derive(Debug, Default)]
+pub struct StatusWrites(Mutex<HashMap<(String, String), WrittenStatus>>);
+
+impl StatusWrites {
+    /// Whether `status` was already written to EAS `namespace/name` while the cache still
+    /// shows the version it was computed from. A record the cache has moved past is dropped:
+    /// it only bridges the moment until the watch delivers our write.
+    pub(super) fn already_written(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached_version: Option<&String>,
+        status: &EvictionAutoScalerStatus,
+    ) -> bool {
+        let mut writes = self.0.lock();
+        let key = (namespace.to_owned(), name.to_owned());
+        match writes.get(&key) {
+            Some((version, written)) if version.as_ref() == cached_version => written == status,
+            Some(_) => {
+                writes.remove(&key);
+                false
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn record(
+        &self,
+        namespace: &str,
+        name: &str,
+        cached_version: Option<String>,
+        status: EvictionAutoScalerStatus,
+    ) {
+        self.0.lock().insert((namespace.to_owned(), name.to_owned()), (cached_version, status));
+    }
+
+    /// Forgets a deleted EAS.
+    pub fn forget(&self, namespace: &str, name: &str) {
+        self.0.lock().remove(&(namespace.to_owned(), name.to_owned()));
     }
 }
 
@@ -235,7 +294,7 @@ impl SurgeMemory {
 mod tests {
     use super::*;
 
-    fn key() -> Key {
+    fn key() -> ObjectKey {
         ("ns".into(), "web".into())
     }
 
@@ -256,7 +315,7 @@ mod tests {
         };
         memory.evaluated(&key(), idle, now, horizon);
         memory.set_overdue(&key(), false);
-        assert_eq!(lock(&memory.0).len(), 0, "an evaluation that found nothing keeps nothing");
+        assert_eq!(memory.0.lock().len(), 0, "an evaluation that found nothing keeps nothing");
 
         memory.record_signal(&key(), signal("a", now), true);
         let surged = Evaluated {
@@ -274,7 +333,7 @@ mod tests {
         memory.evaluated(&key(), surged, later, horizon);
         assert_eq!(memory.counts(), (1, 0), "kept while surged, its signal gone");
         memory.evaluated(&key(), idle, later, horizon);
-        assert_eq!(lock(&memory.0).len(), 0, "dropped once reverted");
+        assert_eq!(memory.0.lock().len(), 0, "dropped once reverted");
     }
 
     #[test]
@@ -287,7 +346,8 @@ mod tests {
         let first = memory.recall(&key(), now, horizon, true);
         let again = memory.recall(&key(), now, horizon, true);
         assert!(first.new_signal && again.new_signal, "observing twice sees the same");
-        memory.signals_seen(&key(), &first);
+        assert_eq!(memory.signals_seen(&key(), &first), 1, "one signal newly evaluated");
+        assert_eq!(memory.signals_seen(&key(), &again), 0, "and counted once");
         assert!(!memory.recall(&key(), now, horizon, true).new_signal);
         assert!(memory.record_signal(&key(), signal("b", now), true));
         assert!(memory.recall(&key(), now, horizon, true).new_signal, "a later signal is new again");
@@ -363,5 +423,19 @@ mod tests {
         let idle = Evaluated { surged: false, settled: true, expired: false, any_draining: true, began };
         memory.evaluated(&key(), idle, now, horizon);
         assert_eq!(memory.take_first_trigger(&key()), Some(signal_at), "that evaluation never saw it");
+    }
+
+    #[test]
+    fn a_written_status_is_remembered_only_until_the_cache_shows_a_newer_version() {
+        let writes = StatusWrites::default();
+        let status = EvictionAutoScalerStatus { min_replicas: Some(1), ..Default::default() };
+        let (v7, v8) = (Some("7".to_owned()), Some("8".to_owned()));
+        assert!(!writes.already_written("ns", "web", v7.as_ref(), &status));
+        writes.record("ns", "web", v7.clone(), status.clone());
+        assert!(writes.already_written("ns", "web", v7.as_ref(), &status), "the cache has not caught up");
+        let other = EvictionAutoScalerStatus { min_replicas: Some(2), ..Default::default() };
+        assert!(!writes.already_written("ns", "web", v7.as_ref(), &other), "another status goes out");
+        assert!(!writes.already_written("ns", "web", v8.as_ref(), &status), "planned from a newer version");
+        assert_eq!(writes.0.lock().len(), 0, "and the record is dropped");
     }
 }

@@ -2,10 +2,8 @@
 //! state machine (`crate::surge`), write once, then keep its EvictionAutoScalers in step.
 
 mod eas_sync;
-mod memory;
+pub mod memory;
 mod observe;
 mod reconcile;
 
-pub use eas_sync::StatusWrites;
-pub use memory::SurgeMemory;
 pub use reconcile::{reconcile, write_patch};

@@ -17,7 +17,7 @@ use kube::runtime::reflector::ObjectRef;
 use super::memory::Recalled;
 use crate::displaced::{self, SignaledPod, accepted_evictions, displacement, owning_deployment};
 use crate::runtime::context::Context;
-use crate::runtime::queue::Key;
+use crate::runtime::queue::ObjectKey;
 use crate::surge::Observed;
 use crate::surge::scaler;
 use crate::surge::state::SurgeState;
@@ -71,7 +71,7 @@ pub fn signal_horizon(ctx: &Context) -> SignedDuration {
 /// drain is in progress.
 pub async fn observe(
     ctx: &Context,
-    key: &Key,
+    key: &ObjectKey,
     deployment: Deployment,
     pdbs: Vec<PodDisruptionBudget>,
     own_pods: Option<&[Pod]>,

@@ -17,8 +17,7 @@ use super::observe::{observe, read_own_pods, read_pdbs, signal_horizon};
 use crate::error::{self, Error};
 use crate::keda::ScaledObject;
 use crate::runtime::context::Context;
-use crate::runtime::instant_at;
-use crate::runtime::queue::{Key, Lane};
+use crate::runtime::queue::{Lane, ObjectKey, instant_at};
 use crate::surge::scaler::hpa_targets_deployment;
 use crate::surge::{self, Observed, Outcome, Plan, PlannedEvent, ScalerKind, Write};
 
@@ -27,7 +26,7 @@ const FORBIDDEN_PAUSE_SECS: i64 = 300;
 
 /// Evaluates the Deployment `key`; returns when to evaluate it again, if ever.
 #[instrument(skip_all, fields(namespace = %key.0, deployment = %key.1))]
-pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp>, Error> {
+pub async fn reconcile(ctx: &Arc<Context>, key: &ObjectKey) -> Result<Option<Timestamp>, Error> {
     let Some(cached) = ctx.deployment(key) else {
         ctx.forget(key);
         release_orphaned_autoscaler(ctx, key).await?;
@@ -100,9 +99,15 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
     }
     publish_events(ctx, &observed.deployment, &plan).await;
     // Events that depend on a new signal were said (or needed no saying): not again.
-    ctx.surges.signals_seen(key, &recalled);
-    eas_sync::eas_status(ctx, key, &observed, &plan, now).await?;
-    eas_sync::eas_objects(ctx, key, &observed, plan.surge_value.is_some()).await?;
+    let evaluated = ctx.surges.signals_seen(key, &recalled);
+    let eas_synced = async {
+        eas_sync::eas_status(ctx, key, &observed, &plan, now).await?;
+        eas_sync::eas_objects(ctx, key, &observed, plan.surge_value.is_some()).await
+    }
+    .await;
+    // Settled once every write this evaluation makes for them has been made (or has failed).
+    ctx.metrics.signals_settled.inc_by(evaluated);
+    eas_synced?;
     let result = Evaluated {
         surged: plan.surge_value.is_some(),
         settled: matches!(plan.outcome, Outcome::Idle | Outcome::Skipped),
@@ -125,7 +130,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &Key) -> Result<Option<Timestamp
 /// cooldown means the revert keeps failing; the `surges_overdue` gauge lets an alert say so.
 /// A surge not yet overdue is looked at again when it would become so, even while writes are
 /// paused after a 403.
-fn record_overdue(ctx: &Context, key: &Key, observed: &Observed, plan: &Plan, now: Timestamp) {
+fn record_overdue(ctx: &Context, key: &ObjectKey, observed: &Observed, plan: &Plan, now: Timestamp) {
     let surge_up = plan.surge_value.is_some() || matches!(plan.outcome, Outcome::Reverted { .. });
     let limit = SignedDuration::try_from(ctx.config().max_hold.saturating_add(ctx.config().cooldown))
         .unwrap_or(SignedDuration::MAX);
@@ -143,7 +148,7 @@ fn record_overdue(ctx: &Context, key: &Key, observed: &Observed, plan: &Plan, no
 
 /// The Deployment is gone but its HPA or ScaledObject still carries our raised minimum:
 /// restore it (the same revert the state machine plans for an out-of-scope Deployment).
-async fn release_orphaned_autoscaler(ctx: &Context, key: &Key) -> Result<(), kube::Error> {
+async fn release_orphaned_autoscaler(ctx: &Context, key: &ObjectKey) -> Result<(), kube::Error> {
     let (namespace, name) = key;
     let hpas: Vec<_> =
         ctx.caches.hpas_in(namespace).into_iter().filter(|h| hpa_targets_deployment(h, name)).collect();
@@ -177,13 +182,17 @@ fn kind_name(kind: ScalerKind) -> &'static str {
 }
 
 /// The Deployment `key` as the API server has it now.
-async fn read_deployment(ctx: &Context, key: &Key) -> Result<Deployment, kube::Error> {
+async fn read_deployment(ctx: &Context, key: &ObjectKey) -> Result<Deployment, kube::Error> {
     let (namespace, name) = key;
     Api::<Deployment>::namespaced(ctx.client.clone(), namespace).get(name).await
 }
 
 /// Replaces the cached HPAs and ScaledObjects scaling `key` with fresh reads.
-async fn refresh_autoscalers(ctx: &Context, key: &Key, observed: &mut Observed) -> Result<(), kube::Error> {
+async fn refresh_autoscalers(
+    ctx: &Context,
+    key: &ObjectKey,
+    observed: &mut Observed,
+) -> Result<(), kube::Error> {
     let (namespace, name) = key;
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(ctx.client.clone(), namespace);
     for hpa in observed.hpas.iter_mut().filter(|h| hpa_targets_deployment(h, name)) {
@@ -221,7 +230,7 @@ pub fn write_patch(write: &Write) -> Value {
     patch
 }
 
-async fn apply(ctx: &Context, key: &Key, write: &Write) -> Result<(), kube::Error> {
+async fn apply(ctx: &Context, key: &ObjectKey, write: &Write) -> Result<(), kube::Error> {
     let (namespace, name) = key;
     let params = PatchParams::default();
     let patch = Patch::Merge(write_patch(write));
@@ -251,7 +260,7 @@ async fn apply(ctx: &Context, key: &Key, write: &Write) -> Result<(), kube::Erro
     Ok(())
 }
 
-fn record_action(ctx: &Context, key: &Key, plan: &Plan) {
+fn record_action(ctx: &Context, key: &ObjectKey, plan: &Plan) {
     let action = match plan.outcome {
         Outcome::Started => "surge",
         Outcome::SteppedUp => "step_up",
