@@ -88,21 +88,22 @@ async fn wait_all_reverted(env: &Env, namespace: &str, replicas: i64) -> Duratio
     started.elapsed()
 }
 
-/// The product's successful writes in `namespace` so far: Deployments, EAS statuses, and all.
-fn writes_in(env: &Env, namespace: &str) -> [usize; 3] {
-    let writes: Vec<_> =
-        env.product_writes().into_iter().filter(|r| r.namespace == namespace && r.succeeded()).collect();
-    let deployments = writes.iter().filter(|r| r.resource == "deployments").count();
+/// The product's write attempts in `namespace` so far, whatever their answer: Deployments,
+/// Deployments not answered 2xx (a conflicted PATCH is a write too), EAS statuses, and all.
+fn writes_in(env: &Env, namespace: &str) -> [usize; 4] {
+    let writes: Vec<_> = env.product_writes().into_iter().filter(|r| r.namespace == namespace).collect();
+    let deployments: Vec<_> = writes.iter().filter(|r| r.resource == "deployments").collect();
+    let refused = deployments.iter().filter(|r| !r.succeeded()).count();
     let statuses =
         writes.iter().filter(|r| r.resource == "evictionautoscalers" && r.subresource == "status").count();
-    [deployments, statuses, writes.len()]
+    [deployments.len(), refused, statuses, writes.len()]
 }
 
 /// Writes per Deployment between `before` and `after` ([`writes_in`]), as table cells:
-/// Deployments, EAS statuses.
-fn per_deployment(before: [usize; 3], after: [usize; 3], k: usize) -> (String, String) {
-    let cell = |i: usize| format!("{:.2}", (after[i] - before[i]) as f64 / k as f64);
-    (cell(0), cell(1))
+/// Deployment attempts (with how many were not 2xx), EAS statuses.
+fn per_deployment(before: [usize; 4], after: [usize; 4], k: usize) -> (String, String) {
+    let per = |i: usize| (after[i] - before[i]) as f64 / k as f64;
+    (format!("{:.2} ({} not 2xx)", per(0), after[1] - before[1]), format!("{:.2}", per(2)))
 }
 
 /// The highest `spec.replicas` the product wrote to any Deployment in `namespace` (from the
@@ -214,7 +215,7 @@ async fn pinned(run: usize, k: usize) {
 
     let (p50, p99, surges) = latency(&env.metrics().await);
     let (deployments, statuses) = per_deployment(before.0, writes_in(&env, "protected"), k);
-    let plain_writes = writes_in(&env, "plain")[2] - before.1[2];
+    let plain_writes = writes_in(&env, "plain")[3] - before.1[3];
     println!(
         "| {run} | {k} | {:.1} s | {:.1} s | {:.1} s | {refused} | {deployments} | {statuses} | {plain_writes} | {surges} | {p50} | {p99} |",
         plain.as_secs_f64(),

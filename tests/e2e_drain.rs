@@ -43,7 +43,7 @@ async fn two_displaced_pods_surge_by_max_surge_only_and_the_drain_completes() {
     assert!(states.iter().all(|s| s.ready >= 3), "Ready replicas dropped below minAvailable: {states:?}");
     let evicted = env.evictions().into_iter().filter(|(_, code)| *code == 201).count();
     assert_eq!(evicted, 2, "both pods were evicted: {:?}", env.evictions());
-    assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one revert write");
+    assert_eq!(env.deployment_write_codes("demo", "web"), [200, 200], "one surge write, one revert write");
     assert_eq!(env.unselective_pod_reads(), vec![], "pods read only by node or label");
 }
 
@@ -73,7 +73,7 @@ async fn a_taint_only_drain_surges_and_the_eviction_then_goes_through() {
         s.replicas == 1 && unsurged(s)
     })
     .await;
-    assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one revert write");
+    assert_eq!(env.deployment_write_codes("demo", "web"), [200, 200], "one surge write, one revert write");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,7 +105,7 @@ async fn three_drains_in_a_row_are_covered_by_one_surge() {
     let surge_starts = states.windows(2).filter(|w| !surged(&w[0]) && surged(&w[1])).count();
     assert_eq!(surge_starts, 1, "one surge for all three drains: {states:?}");
     assert_eq!(states.iter().map(|s| s.replicas).max(), Some(4), "{states:?}");
-    assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one revert write");
+    assert_eq!(env.deployment_write_codes("demo", "web"), [200, 200], "one surge write, one revert write");
     let evicted = env.evictions().into_iter().filter(|(_, code)| *code == 201).count();
     assert!(evicted >= 3, "every drain evicted: {:?}", env.evictions());
     assert_eq!(env.unselective_pod_reads(), vec![], "pods read only by node or label");
@@ -141,7 +141,7 @@ async fn a_forgotten_cordon_expires_after_max_hold() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(message.contains("web"), "the Event names the Deployment: {message}");
-    assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one revert write");
+    assert_eq!(env.deployment_write_codes("demo", "web"), [200, 200], "one surge write, one revert write");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,7 +174,7 @@ async fn evictions_paused_past_kubectls_backoff_keep_the_surge_while_pods_remain
 
     env.drain(&node).await;
     wait_state(&history, "the revert to 1 after the drain", LONG, |s| s.replicas == 1 && unsurged(s)).await;
-    assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one revert write");
+    assert_eq!(env.deployment_write_codes("demo", "web"), [200, 200], "one surge write, one revert write");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,7 +198,11 @@ async fn a_user_scale_mid_surge_is_kept_after_the_drain() {
         message.contains("changed to 5 meanwhile; keeping 5"),
         "the Event says the user's value was kept: {message}"
     );
-    assert_eq!(env.deployment_writes("demo", "web").len(), 2, "one surge write, one annotation-only revert");
+    assert_eq!(
+        env.deployment_write_codes("demo", "web"),
+        [200, 200],
+        "one surge write, one annotation-only revert"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +236,7 @@ async fn an_outside_writer_resetting_replicas_gets_bounded_resurges_not_a_write_
     })
     .await;
     assert_eq!(gave_up.len(), 3, "one SurgeOverridden Event per reset: {gave_up:?}");
-    let writes_at_give_up = env.deployment_writes("demo", "web").len();
+    let writes_at_give_up = env.deployment_writes("demo", "web");
     // Longer than the cooldown and any re-surge the product would still plan: no write.
     let quiet_until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < quiet_until {
@@ -240,12 +244,13 @@ async fn an_outside_writer_resetting_replicas_gets_bounded_resurges_not_a_write_
         assert_eq!(last.replicas, 1, "the outside writer's value stands: {last:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(env.deployment_writes("demo", "web").len(), writes_at_give_up, "no write after giving up");
+    assert_eq!(env.deployment_writes("demo", "web"), writes_at_give_up, "no write attempt after giving up");
 
     let states = history.states();
     assert_eq!(surges(&states), 3, "the surge and two re-surges, no more: {states:?}");
-    // Surge, 3 override records (annotation only), 2 re-surges.
-    assert!(writes_at_give_up <= 6, "bounded writes: {:?}", env.deployment_writes("demo", "web"));
+    // Surge, 3 override records (annotation only), 2 re-surges; the conflicts are bounded below.
+    let acknowledged = writes_at_give_up.iter().filter(|r| r.succeeded()).count();
+    assert!(acknowledged <= 6, "bounded writes: {writes_at_give_up:?}");
     // A 409 means someone else wrote the Deployment between our read and our write (on a real
     // cluster mostly the deployment controller's status updates); each is retried once after a
     // fresh read, so conflicts never outnumber the other writers' writes: no hot loop.

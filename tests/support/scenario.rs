@@ -49,14 +49,19 @@ pub async fn wait_state(
 }
 
 impl Env {
-    /// Successful product writes to Deployment `namespace/name` (the workload itself, not
-    /// its Events or EAS).
+    /// Every product write attempt to Deployment `namespace/name` (the workload itself, not
+    /// its Events or EAS), whatever its answer: a conflicted PATCH is a write too.
     pub fn deployment_writes(&self, namespace: &str, name: &str) -> Vec<Request> {
         self.product_writes()
             .into_iter()
             .filter(|r| r.resource == "deployments" && r.namespace == namespace && r.name == name)
-            .filter(|r| r.succeeded()) // a 409 is a conditional write that lost a race: re-read
             .collect()
+    }
+
+    /// The answer codes of [`Self::deployment_writes`], in order: `[200, 200]` is one surge and
+    /// one revert with nothing refused.
+    pub fn deployment_write_codes(&self, namespace: &str, name: &str) -> Vec<u16> {
+        self.deployment_writes(namespace, name).iter().map(|r| r.code).collect()
     }
 
     /// Product writes to any workload or autoscaler (Deployments, HPAs, ScaledObjects).

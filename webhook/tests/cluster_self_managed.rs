@@ -51,6 +51,16 @@ impl Cluster {
         secret.data.unwrap_or_default()["ca.crt"].0.clone()
     }
 
+    /// Waits until every webhook's caBundle is the Secret's `ca.crt`; returns it.
+    async fn bundles_filled(&self) -> Vec<u8> {
+        let ca = self.ca_in_secret().await;
+        eventually("caBundle filled", Duration::from_secs(10), || async {
+            self.bundles().await.iter().all(|b| *b == ca).then_some(())
+        })
+        .await;
+        ca
+    }
+
     async fn create_configuration(&self) {
         let webhooks: Vec<serde_json::Value> = ["evictions", "pdbs"]
             .iter()
@@ -445,11 +455,7 @@ async fn short_lived_serving_certificates_rotate_without_a_failed_handshake() {
         Replica::start(&cluster, settings(validity))
     );
     let first = der_of(&a.serving_cert());
-    let ca = cluster.ca_in_secret().await;
-    eventually("caBundle filled", Duration::from_secs(10), || async {
-        cluster.bundles().await.iter().all(|b| *b == ca).then_some(())
-    })
-    .await;
+    let ca = cluster.bundles_filled().await;
 
     let stop = AtomicBool::new(false);
     let failures = AtomicU64::new(0);
@@ -489,11 +495,7 @@ async fn an_ageing_ca_is_rotated_in_two_steps_without_a_failed_handshake() {
     let secrets = Api::<Secret>::namespaced(cluster.client().await, NS);
     let first_ca = der_of(&secrets.get(SECRET).await.expect("Secret").data.unwrap_or_default()["ca.crt"].0);
     // Before the bundle is filled no client could verify anything: not part of the rotation.
-    let ca = cluster.ca_in_secret().await;
-    eventually("caBundle filled", Duration::from_secs(10), || async {
-        cluster.bundles().await.iter().all(|b| *b == ca).then_some(())
-    })
-    .await;
+    cluster.bundles_filled().await;
 
     let stop = AtomicBool::new(false);
     let failures = AtomicU64::new(0);
