@@ -8,13 +8,29 @@ CARGO   ?= cargo
 # cargo-nextest runs test binaries in parallel; plain `cargo test` is the fallback.
 NEXTEST := $(shell $(CARGO) nextest --version >/dev/null 2>&1 && echo yes)
 
-.PHONY: build test test-unit test-e2e test-oldest lint fmt crd demo bench fuzz cluster cluster-build cluster-core check-tools
+.PHONY: build image test test-unit test-e2e test-oldest lint fmt crd demo bench fuzz cluster cluster-build cluster-core check-tools check-image-tools
 
 check-tools:
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found (install Rust with rustup: https://rustup.rs)"; exit 1; }
 
+# The image tests run it in a containerd of their own (tests/e2e_image.rs).
+check-image-tools:
+	@for tool in containerd ctr runc skopeo; do command -v $$tool >/dev/null || \
+	  { echo "error: $$tool not found: the image tests need Debian's packages (apt-get install containerd runc skopeo)"; exit 1; }; done
+
 build: check-tools
 	$(CARGO) build --workspace --all-targets
+
+# The product image as an OCI archive, target/image/eviction-autoscaler-<version>.oci.tar: the
+# release binary on a minimal runtime, user 65532, no shell; no daemon, no registry; two builds
+# of one commit give the same bytes (deploy/image/README.md). IMAGE_BINARY puts another build in.
+IMAGE_DIR    ?= target/image
+IMAGE_BINARY ?= target/release/eviction-autoscaler
+image: check-tools
+	$(CARGO) build --release --locked -p eviction-autoscaler -p eviction-autoscaler-image
+	target/release/image-archive --binary $(IMAGE_BINARY) --out-dir $(IMAGE_DIR) \
+	  --revision "$$(git describe --always --dirty --abbrev=40 --match=NONE 2>/dev/null || echo unknown)" \
+	  --created "$$(git log -1 --format=%ct 2>/dev/null || echo 0)"
 
 # The real control plane (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl,
 # kwok) from the Go modules pinned in tests/cluster/, cached by version under target/cluster/:
@@ -38,7 +54,7 @@ E2E_FILTER := binary(/^e2e_/) | binary(/^cluster_/)
 # The core ones run again on the oldest supported Kubernetes (OLDEST_KUBE_VERSION).
 OLDEST_SUITES := e2e_drain e2e_default_pdb e2e_install
 
-test: check-tools cluster-build
+test: check-tools check-image-tools cluster-build image
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast
 else
@@ -60,7 +76,7 @@ endif
 
 # Everything on the real control plane: the end-to-end scenarios and the component tests.
 CLUSTER_TESTS := $(filter e2e_% cluster_%,$(notdir $(basename $(wildcard tests/*.rs */tests/*.rs) $(patsubst %/main.rs,%,$(wildcard */tests/*/main.rs)))))
-test-e2e: check-tools cluster-build
+test-e2e: check-tools check-image-tools cluster-build image
 ifeq ($(NEXTEST),yes)
 	$(CARGO) nextest run --workspace --no-fail-fast -E '$(E2E_FILTER)'
 else

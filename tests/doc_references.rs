@@ -49,8 +49,9 @@ enum Prose {
     Text,
 }
 
-/// Names that look like files but are not: KEDA's API group.
-const NOT_FILES: [&str; 1] = ["keda.sh"];
+/// Names that look like files but are not ours: KEDA's API group, the files inside an OCI image
+/// archive (deploy/image/).
+const NOT_FILES: [&str; 3] = ["keda.sh", "index.json", "manifest.json"];
 
 /// Every reference in `text` (one file's prose).
 fn references(text: &str, prose: Prose) -> Vec<Reference> {

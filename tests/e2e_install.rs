@@ -26,39 +26,6 @@ const NS: &str = PRODUCT_ACCOUNT.0;
 const REQUESTS: &str = "eviction_autoscaler_webhook_requests_total";
 const MINUTE: Duration = Duration::from_secs(60);
 
-/// The Secret's `ca.crt` (base64, as stored).
-fn secret_ca(env: &Env) -> Option<String> {
-    let secret = env.object("", "v1", "secrets", NS, TLS_SECRET)?;
-    secret["data"]["ca.crt"].as_str().map(str::to_owned)
-}
-
-/// Every webhook's `caBundle` (base64; empty when blank).
-fn bundles(env: &Env) -> Vec<String> {
-    let Some(configuration) = env.object(
-        "admissionregistration.k8s.io",
-        "v1",
-        "validatingwebhookconfigurations",
-        "",
-        WEBHOOK_CONFIGURATION,
-    ) else {
-        return Vec::new();
-    };
-    configuration["webhooks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|h| h["clientConfig"]["caBundle"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-async fn wait_bundle_is_the_ca(env: &Env, what: &str) {
-    wait_for(what, MINUTE, || {
-        let (ca, bundles) = (secret_ca(env), bundles(env));
-        async move { ca.filter(|ca| !bundles.is_empty() && bundles.iter().all(|b| b == ca)).map(|_| ()) }
-    })
-    .await;
-}
-
 /// Successful creates of `resource` by the product.
 fn product_creates(env: &Env, resource: &str) -> usize {
     env.requests()
@@ -89,11 +56,11 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
         env.start_replica(&template, "eviction-autoscaler-b", &[])
     );
     assert_eq!(product_creates(&env, "secrets"), 1, "two replicas, one Secret created");
-    wait_bundle_is_the_ca(&env, "the caBundle filled with the Secret's CA").await;
+    env.wait_bundle_is_the_ca("the caBundle filled with the Secret's CA").await;
 
     // A re-apply, then a blanked bundle: both repaired.
     env.install(".").await;
-    wait_bundle_is_the_ca(&env, "the caBundle after a re-apply").await;
+    env.wait_bundle_is_the_ca("the caBundle after a re-apply").await;
     env.kubectl_ok(&[
         "patch",
         "validatingwebhookconfiguration",
@@ -103,7 +70,7 @@ async fn the_default_install_makes_one_certificate_and_keeps_the_ca_bundle_fille
         r#"[{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":""}]"#,
     ])
     .await;
-    wait_bundle_is_the_ca(&env, "the blanked caBundle refilled").await;
+    env.wait_bundle_is_the_ca("the blanked caBundle refilled").await;
 
     // Evictions reach replica a over TLS verified against that bundle; the basic install
     // surges a blocked kube-system Deployment. New Deployments reach replica b.
@@ -175,7 +142,7 @@ async fn cert_manager_mode_serves_what_cert_manager_issues_and_reloads_its_renew
     let replica =
         env.start_replica(&template, "eviction-autoscaler-a", &files.each_ref().map(String::as_str)).await;
     env.route_webhook_to(replica.webhook_addr).await;
-    wait_bundle_is_the_ca(&env, "the caBundle injected").await;
+    env.wait_bundle_is_the_ca("the caBundle injected").await;
     let reviews =
         || async { metric_sum(&replica.metrics().await, REQUESTS, &["path=\"/validate-deployment\""]) };
     env.apply(&deployment("default", "web-0", 1, &[])).await;
@@ -260,7 +227,7 @@ async fn a_short_lived_certificate_rotates_without_a_failed_webhook_call() {
     let template = env.pod_template(&objects);
     let replica = env.start_replica(&template, "eviction-autoscaler-a", &["--cert-validity=12s"]).await;
     env.route_webhook_to(replica.webhook_addr).await;
-    wait_bundle_is_the_ca(&env, "the caBundle filled").await;
+    env.wait_bundle_is_the_ca("the caBundle filled").await;
     let first_cert =
         env.object("", "v1", "secrets", NS, TLS_SECRET).expect("Secret")["data"]["tls.crt"].clone();
 

@@ -115,7 +115,9 @@ pub fn check_objects(case: &str, objects: &[Value], expected: Expected) {
 fn check_security(case: &str, pod: &Pod) {
     let pod_security = &pod.spec["securityContext"];
     assert_eq!(pod_security["runAsNonRoot"], true, "{case}");
-    assert_eq!(pod_security["runAsUser"], 65532, "{case}");
+    // The image's user (`make image`, deploy/Dockerfile), so the pod runs as the image expects.
+    let image_user = eviction_autoscaler_image::USER.split(':').next().and_then(|u| u.parse::<u64>().ok());
+    assert_eq!(pod_security["runAsUser"].as_u64(), image_user, "{case}: the pod runs as the image's user");
     assert_eq!(text(pod_security, "/seccompProfile/type"), "RuntimeDefault", "{case}");
     let security = &pod.container["securityContext"];
     assert_eq!(security["allowPrivilegeEscalation"], false, "{case}");

@@ -386,6 +386,28 @@ impl ControlPlane {
         write(path, &kubeconfig(&self.server, &self.ca_pem, &user, token.trim()));
     }
 
+    /// What the kubelet projects into a pod of `account` at
+    /// `/var/run/secrets/kubernetes.io/serviceaccount` (a bound token, the cluster's CA, the
+    /// namespace), written to `dir`; returns the `KUBERNETES_SERVICE_HOST` and `_PORT` a pod
+    /// reaching this apiserver gets.
+    pub fn write_service_account_volume(
+        &self,
+        namespace: &str,
+        account: &str,
+        dir: &Path,
+    ) -> (String, String) {
+        let token = self
+            .kubectl(&["create", "token", account, "-n", namespace, "--duration=24h"])
+            .unwrap_or_else(|e| panic!("kubectl create token {namespace}/{account}: {e}"));
+        std::fs::create_dir_all(dir).expect("service account volume");
+        write(&dir.join("token"), token.trim());
+        write(&dir.join("ca.crt"), &self.ca_pem);
+        write(&dir.join("namespace"), namespace);
+        let address = self.server.trim_start_matches("https://");
+        let (host, port) = address.rsplit_once(':').expect("the server URL has a port");
+        (host.to_owned(), port.to_owned())
+    }
+
     /// Every audit event so far, in the order the apiserver received the requests.
     pub fn audit_events(&self) -> Vec<Value> {
         audit::events(&self.audit_log_path())
@@ -458,20 +480,7 @@ impl ControlPlane {
             .stderr(log)
             .spawn()
             .map_err(|e| format!("start {name}: {e}"))?;
-        // A test process killed outright (a nextest timeout, SIGKILL) runs no Drop: a watchdog
-        // stops the component once the test process is gone, so no apiserver outlives its test.
-        let watchdog = format!(
-            "while kill -0 {test} 2>/dev/null && kill -0 {pid} 2>/dev/null; do sleep 1; done; kill -9 {pid} 2>/dev/null",
-            test = std::process::id(),
-            pid = child.id()
-        );
-        Command::new("sh")
-            .args(["-c", &watchdog])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("start the watchdog of {name}: {e}"))?;
+        watchdog(child.id(), ":").map_err(|e| format!("start the watchdog of {name}: {e}"))?;
         self.processes.push((name, child));
         Ok(())
     }
@@ -558,6 +567,23 @@ fn http_ok(mut stream: std::net::TcpStream, path: &str) -> bool {
     stream.write_all(request.as_bytes()).is_ok()
         && stream.read_to_string(&mut response).is_ok()
         && response.split_whitespace().nth(1) == Some("200")
+}
+
+/// A test process killed outright (a nextest timeout, SIGKILL) runs no Drop: a watchdog runs
+/// `cleanup` (a shell command) and kills process `pid` once the test process is gone, so no
+/// apiserver or containerd outlives its test.
+pub(crate) fn watchdog(pid: u32, cleanup: &str) -> std::io::Result<()> {
+    let script = format!(
+        "while kill -0 {test} 2>/dev/null && kill -0 {pid} 2>/dev/null; do sleep 1; done; {cleanup}; kill -9 {pid} 2>/dev/null",
+        test = std::process::id(),
+    );
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(drop)
 }
 
 pub(crate) fn write(path: &Path, text: &str) {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::containerd::Containerd;
 use super::pdbs::is_owned;
 use super::{Env, LOCAL_PORTS, PRODUCT_ACCOUNT, Product, deployment, namespace, repo_path, wait_for};
 
@@ -134,6 +135,104 @@ impl Env {
             .stdout(std::process::Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"));
         Product::start(cmd, log).await
+    }
+
+    /// Runs one replica of the Deployment in `objects` from `image` in `containerd`, as a kubelet
+    /// would run its pod: `entrypoint` (the image's) with the container's args as rendered, its
+    /// env, the ConfigMap at its mountPath, the ServiceAccount's volume and
+    /// `KUBERNETES_SERVICE_*` (in-cluster configuration, no kubeconfig), a read-only root
+    /// filesystem, and host networking on local ports. Returns the replica and its container id.
+    pub async fn start_replica_in_container(
+        &self,
+        containerd: &Containerd,
+        image: &str,
+        entrypoint: &str,
+        objects: &[Value],
+        pod_name: &str,
+    ) -> (Product, String) {
+        let deployment = objects
+            .iter()
+            .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == DEPLOYMENT)
+            .expect("the rendering holds the product's Deployment");
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let args: Vec<&str> =
+            container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
+        let config_mount = container["volumeMounts"]
+            .as_array()
+            .and_then(|mounts| mounts.iter().find(|m| m["name"] == "config"))
+            .and_then(|m| m["mountPath"].as_str())
+            .expect("the ConfigMap's mountPath");
+        let account_dir = containerd.dir().join(format!("{pod_name}-serviceaccount"));
+        let (host, port) =
+            self.cluster.write_service_account_volume(PRODUCT_ACCOUNT.0, PRODUCT_ACCOUNT.1, &account_dir);
+        let bind = |src: &std::path::Path, dst: &str| {
+            format!("type=bind,src={},dst={dst},options=rbind:ro", src.display())
+        };
+        let projected = self.projected_config();
+        let mut options = vec![
+            "--net-host".to_owned(),
+            "--read-only".to_owned(),
+            "--mount".to_owned(),
+            bind(projected.parent().expect("the projected dir"), config_mount),
+            "--mount".to_owned(),
+            bind(&account_dir, "/var/run/secrets/kubernetes.io/serviceaccount"),
+        ];
+        let env = self.container_template(container).env.into_iter().map(|(k, v)| {
+            let v = if v == "POD" { pod_name.to_owned() } else { v };
+            format!("{k}={v}")
+        });
+        let env = env.chain([
+            format!("KUBERNETES_SERVICE_HOST={host}"),
+            format!("KUBERNETES_SERVICE_PORT={port}"),
+            "RUST_LOG=info,eviction_autoscaler_controller=debug".to_owned(),
+        ]);
+        for pair in env {
+            options.extend(["--env".to_owned(), pair]);
+        }
+        let id = containerd.container_id();
+        let options: Vec<&str> = options.iter().map(String::as_str).collect();
+        let command: Vec<&str> = [entrypoint].into_iter().chain(args).chain(LOCAL_PORTS).collect();
+        let log = self.dir.path().join(format!("replica-{pod_name}.log"));
+        let mut cmd = containerd.run_command(image, &id, &options, &command);
+        // The product logs to stderr, which ctr passes through.
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"));
+        (Product::start(cmd, log).await, id)
+    }
+
+    /// The TLS Secret's `ca.crt` (base64, as stored).
+    fn secret_ca(&self) -> Option<String> {
+        let secret = self.object("", "v1", "secrets", PRODUCT_ACCOUNT.0, TLS_SECRET)?;
+        secret["data"]["ca.crt"].as_str().map(str::to_owned)
+    }
+
+    /// Every webhook's `caBundle` (base64; empty when blank).
+    fn bundles(&self) -> Vec<String> {
+        let Some(configuration) = self.object(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+            "",
+            WEBHOOK_CONFIGURATION,
+        ) else {
+            return Vec::new();
+        };
+        configuration["webhooks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|h| h["clientConfig"]["caBundle"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// Waits (a minute) until every webhook's `caBundle` is the TLS Secret's CA.
+    pub async fn wait_bundle_is_the_ca(&self, what: &str) {
+        wait_for(what, Duration::from_secs(60), || {
+            let (ca, bundles) = (self.secret_ca(), self.bundles());
+            async move { ca.filter(|ca| !bundles.is_empty() && bundles.iter().all(|b| b == ca)).map(|_| ()) }
+        })
+        .await;
     }
 
     /// The namespaces the install-mode tests look at: `production`, `team` and `opted-out`

@@ -533,6 +533,7 @@ pub mod audit;
 pub mod autoscalers;
 pub mod cert_manager;
 pub mod cluster;
+pub mod containerd;
 mod credentials;
 pub mod extra;
 pub mod fixtures;
