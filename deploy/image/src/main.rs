@@ -45,10 +45,12 @@ fn main() -> anyhow::Result<()> {
         .arg(&args.binary)
         .output()
         .context("run ldd (Debian package libc-bin) to list the libraries the binary links")?;
-    if !ldd.status.success() {
-        bail!("ldd {}: {}", args.binary.display(), String::from_utf8_lossy(&ldd.stderr).trim());
+    let output = format!("{}{}", String::from_utf8_lossy(&ldd.stdout), String::from_utf8_lossy(&ldd.stderr));
+    // A static binary makes ldd fail with "not a dynamic executable": it needs no libraries.
+    if !ldd.status.success() && !output.contains("not a dynamic executable") {
+        bail!("ldd {}: {}", args.binary.display(), output.trim());
     }
-    let libraries = linked_libraries(&String::from_utf8_lossy(&ldd.stdout)).map_err(anyhow::Error::msg)?;
+    let libraries = linked_libraries(&output).map_err(anyhow::Error::msg)?;
     let runtime = Runtime {
         binary: read(&args.binary)?,
         libraries: libraries
