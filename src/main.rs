@@ -186,6 +186,9 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
     use eviction_autoscaler_webhook as webhook;
 
     tracing::info!(version = env!("CARGO_PKG_VERSION"), ?config, "starting");
+    if let Some(warning) = config.not_honoured() {
+        tracing::warn!("{warning}");
+    }
     let mut registry = prometheus_client::registry::Registry::with_prefix("eviction_autoscaler");
     let readiness = Readiness::new();
     let webhook_metrics = webhook::Metrics::new();

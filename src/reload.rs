@@ -81,6 +81,9 @@ pub async fn follow(
                     tracing::warn!(settings = ?restart, "config file changed settings that apply only after a restart");
                 }
                 tracing::info!(config = ?new, "config file changed; applying");
+                if let Some(warning) = new.not_honoured() {
+                    tracing::warn!("{warning}");
+                }
                 updates.send_replace(Arc::new(new));
             }
             Err(error) => {

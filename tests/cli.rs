@@ -13,6 +13,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
 const BAD: &[(&str, &str)] = &[
     ("controller-enabled", "maybe"),
     ("pdb-create", "yes"),
+    ("pdb-floor-mutation", "enabled"),
     ("actioned-namespaces", "prod,Bad_NS"),
     ("enabled-by-default", "2"),
     ("zero-surge-override", "-1"),
@@ -170,4 +171,27 @@ fn cleanup_refuses_a_stop_deployment_that_is_not_namespace_slash_name() {
         run(&["cleanup", "--stop-deployment", "eviction-autoscaler"], &[("KUBECONFIG", "/nonexistent")]);
     assert_rejected(&out, "--stop-deployment", "eviction-autoscaler", "a name without its namespace");
     assert!(String::from_utf8_lossy(&out.stderr).contains("NAMESPACE/NAME"), "says the form");
+}
+
+/// The Go chart's `pdbFloorMutation.enabled` is accepted (its values files keep working) and not
+/// honoured: set true, by the file or the Go project's env var, the log says so before anything
+/// else happens (here: no cluster to find); set false, nothing is said.
+#[test]
+fn a_go_floor_mutation_setting_is_accepted_and_said_not_to_be_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, "controllerConfig:\n  pdbFloorMutation:\n    enabled: true\n").unwrap();
+    let config = format!("--config={}", file.display());
+    let no_cluster = [("KUBECONFIG", "/nonexistent")];
+    for out in [
+        run(&["run", &config], &no_cluster),
+        run(&["run"], &[no_cluster[0], ("ENABLE_PDB_FLOOR_MUTATION", "true")]),
+    ] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("pdbFloorMutation.enabled=true is not honoured"), "{stderr}");
+        assert!(stderr.contains("SurgeCannotOpenBudget"), "names where blocked PDBs show: {stderr}");
+        assert!(stderr.contains("cannot find the cluster"), "the setting itself was accepted: {stderr}");
+    }
+    let out = run(&["run"], &[no_cluster[0], ("ENABLE_PDB_FLOOR_MUTATION", "false")]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not honoured"));
 }

@@ -424,3 +424,52 @@ async fn a_re_created_crd_owns_the_default_pdb_again_and_it_stays() {
     // CRD's, and the owner is read again before a create.
     assert_eq!(creates.len(), 1, "creates: {creates:?}\n{}", env.product_log());
 }
+
+/// `pdb.create` off stops creating, not managing (the Go chart defaults it to on, ours to off,
+/// so an operator switching over turns it off without knowing): the default PDB that exists is
+/// never deleted and follows its Deployment's replicas; a new Deployment gets none; the log says
+/// so and names the setting that resumes creation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_pdb_create_off_the_existing_default_pdb_stays_in_sync_and_no_new_one_is_made() {
+    let mut env = cluster_with_apps(&[]).await;
+    env.apply(&support::deployment("apps", "web", 2, &[])).await;
+    env.wait_pdb("apps", &ours("web"), "created", |p| p["spec"]["minAvailable"] == 2).await;
+
+    env.start_product(&["--pdb-create=false", "--actioned-namespaces=apps"]).await;
+    env.kubectl_ok(&["scale", "deployment", "web", "-n", "apps", "--replicas=3"]).await;
+    env.wait_pdb("apps", &ours("web"), "minAvailable 3 with pdb.create off", |p| {
+        p["spec"]["minAvailable"] == 3
+    })
+    .await;
+
+    // A new Deployment: the planner's decision (a skip counted for it) is the marker that
+    // nothing more will come.
+    let skips_before = pdb_skips_for_create_off(&env).await;
+    env.apply(&support::deployment("apps", "api", 1, &[])).await;
+    wait_for("the new Deployment's skip", Duration::from_secs(30), || async {
+        (pdb_skips_for_create_off(&env).await > skips_before).then_some(())
+    })
+    .await;
+    assert_eq!(env.pdb_names("apps"), [ours("web")], "no PDB for the new Deployment, the old one kept");
+    let deletes: Vec<_> = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "poddisruptionbudgets" && r.verb == "delete")
+        .collect();
+    assert_eq!(deletes, Vec::new(), "no PDB was ever deleted");
+    let log = env.product_log();
+    assert!(
+        log.contains("pdb.create is off: the default PDBs that exist are kept and kept in sync")
+            && log.contains("controllerConfig.pdb.create=true"),
+        "the log says what happens and how to resume:\n{log}"
+    );
+}
+
+async fn pdb_skips_for_create_off(env: &Env) -> u64 {
+    let metrics = env.metrics().await;
+    support::metrics::metric_sum(
+        &metrics,
+        "eviction_autoscaler_pdb_actions_total",
+        &["outcome=\"skipped\"", "reason=\"PdbCreateDisabled\""],
+    ) as u64
+}

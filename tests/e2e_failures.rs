@@ -209,7 +209,7 @@ async fn objects_left_by_the_go_project_end_in_the_clean_state() {
     });
     env.apply(&pinned.to_string()).await;
     // Its EvictionAutoScaler, owned by the PDB, with both Go finalizers.
-    let pdb_uid = go_eas_of_pdb_web(&env).await;
+    let pdb_uid = env.apply_go_eas("demo", "web").await;
     env.wait_ready("demo", "web", 3).await;
 
     env.start_product(&FLAGS).await;
@@ -242,26 +242,6 @@ async fn objects_left_by_the_go_project_end_in_the_clean_state() {
     .await;
     assert_eq!(restored["metadata"]["uid"], pdb_uid, "the same PDB, restored in place");
     env.wait_ready("demo", "web", 2).await;
-}
-
-/// The EvictionAutoScaler the Go project keeps for PDB `demo/web`: owned by it, holding both
-/// Go finalizers. Returns the PDB's UID.
-async fn go_eas_of_pdb_web(env: &Env) -> Value {
-    let pdb = env.object("policy", "v1", "poddisruptionbudgets", "demo", "web").expect("PDB demo/web");
-    let pdb_uid = pdb["metadata"]["uid"].clone();
-    let eas = json!({
-        "apiVersion": "eviction-autoscaler.azure.com/v1", "kind": "EvictionAutoScaler",
-        "metadata": {
-            "name": "web", "namespace": "demo",
-            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
-            "finalizers": ["eviction-autoscaler.azure.com/surge-revert", "eviction-autoscaler.azure.com/pdb-floor"],
-            "ownerReferences": [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "name": "web",
-                "uid": pdb_uid, "controller": true, "blockOwnerDeletion": true}]
-        },
-        "spec": {"targetName": "web", "targetKind": "deployment"}
-    });
-    env.apply(&eas.to_string()).await;
-    pdb_uid
 }
 
 /// Waits until EAS `demo/web` holds none of the Go project's finalizers.
@@ -377,19 +357,8 @@ async fn a_switch_over_from_the_go_project_mid_surge_adopts_its_pdb_without_recr
     let mut env = Env::start(BIN, ClusterShape::default()).await;
     env.apply(&namespace("demo", &[])).await;
     env.apply(&deployment("demo", "web", 3, &[(SURGE, "3"), (ORIGINAL, "2")])).await;
-    let deployment_uid = env.deployment_now("demo", "web").expect("web")["metadata"]["uid"].clone();
-    let go_pdb = json!({
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-        "metadata": {
-            "name": "web", "namespace": "demo",
-            "annotations": {"ownedBy": "EvictionAutoScaler", "target": "web"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
-                "uid": deployment_uid, "controller": true, "blockOwnerDeletion": true}]
-        },
-        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}
-    });
-    env.apply(&go_pdb.to_string()).await;
-    let pdb_uid = go_eas_of_pdb_web(&env).await;
+    env.apply_go_pdb("demo", "web", 2).await;
+    let pdb_uid = env.apply_go_eas("demo", "web").await;
     env.wait_ready("demo", "web", 3).await;
 
     let mut flags = FLAGS.to_vec();

@@ -292,12 +292,6 @@ async fn bare_cluster(service_network: bool) -> Env {
     Env::start_with(BIN, ClusterShape { nodes: 1, pods_per_node: 110 }, options).await
 }
 
-/// The release namespace as the chart README creates it.
-async fn create_release_namespace(env: &Env) {
-    env.apply(&namespace(NS, &[("eviction-autoscaler.azure.com/enable", "false")])).await;
-    env.kubectl_ok(&["label", "namespace", NS, "pod-security.kubernetes.io/enforce=restricted"]).await;
-}
-
 const MODULE_CRDS: [&str; 4] = [
     "cert-manager.io_certificates.yaml",
     "cert-manager.io_issuers.yaml",
@@ -309,7 +303,7 @@ const MODULE_CRDS: [&str; 4] = [
 async fn every_rendered_mode_passes_a_server_side_dry_run() {
     let env = bare_cluster(false).await;
     env.apply_module_crds(&MODULE_CRDS).await;
-    create_release_namespace(&env).await;
+    env.create_release_namespace().await;
     let home = tempfile::tempdir().expect("temp dir");
     for mode in MODES {
         for helm in Helm::ALL {
@@ -334,28 +328,10 @@ async fn every_rendered_mode_passes_a_server_side_dry_run() {
 /// the release's pod would run, called by the apiserver through the release's Service.
 async fn helm_mode(mode: &Mode) -> (Env, support::Product, support::helm::Release) {
     let env = bare_cluster(true).await;
-    create_release_namespace(&env).await;
-    let release = install(&env, mode.sets).await;
-    let replica = start(&env, &release, &[]).await;
+    env.create_release_namespace().await;
+    let release = env.helm_install(mode.sets).await;
+    let replica = env.start_release_replica(&release, &[]).await;
     (env, replica, release)
-}
-
-async fn install(env: &Env, sets: &[&str]) -> support::helm::Release {
-    let mut args = Vec::new();
-    for set in sets {
-        args.extend(["--set", *set]);
-    }
-    let release = env.helm_release("install", &args).expect("helm install");
-    env.write_product_kubeconfig();
-    env.project_config();
-    release
-}
-
-async fn start(env: &Env, release: &support::helm::Release, extra: &[&str]) -> support::Product {
-    let replica =
-        env.start_replica(&env.pod_template(&release.objects), "eviction-autoscaler-a", extra).await;
-    env.route_webhook_to(replica.webhook_addr).await;
-    replica
 }
 
 /// Webhook reviews of new Deployments `replica` answered.
@@ -370,7 +346,7 @@ async fn deployment_reviews(replica: &support::Product) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn basic_mode_installs_with_helm_and_refuses_a_bad_value_first() {
     let env = bare_cluster(true).await;
-    create_release_namespace(&env).await;
+    env.create_release_namespace().await;
     let refused = env
         .helm_release("install", &["--set", "controllerConfig.pdb.create=maybe"])
         .err()
@@ -379,9 +355,9 @@ async fn basic_mode_installs_with_helm_and_refuses_a_bad_value_first() {
     let listed = env.helm(&["list", "-A", "-q"]).expect("helm list");
     assert_eq!(listed.trim(), "", "nothing installed");
 
-    let release = install(&env, BASIC.sets).await;
+    let release = env.helm_install(BASIC.sets).await;
     assert!(release.output.contains("kubectl get evictionautoscalers -A"), "NOTES: {}", release.output);
-    let replica = start(&env, &release, &[]).await;
+    let replica = env.start_release_replica(&release, &[]).await;
     env.seed_mode_namespaces().await;
     // The seed's verification: the pods, no default PDB in basic mode, the kube-system budget.
     let pods = env
@@ -558,10 +534,10 @@ async fn cluster_wide_mode_protects_every_namespace_not_opted_out() {
 async fn cert_manager_mode_serves_the_certificate_cert_manager_issues() {
     let env = bare_cluster(true).await;
     let cert_manager = env.install_cert_manager().await;
-    create_release_namespace(&env).await;
-    let release = install(&env, CERT_MANAGER.sets).await;
+    env.create_release_namespace().await;
+    let release = env.helm_install(CERT_MANAGER.sets).await;
     let files = env.serve_from_cert_manager(&cert_manager).await;
-    let replica = start(&env, &release, &files.each_ref().map(String::as_str)).await;
+    let replica = env.start_release_replica(&release, &files.each_ref().map(String::as_str)).await;
     env.apply(&deployment("default", "web", 1, &[])).await;
     // The failed calls first: they say why a review is missing.
     assert_eq!(env.failed_open_calls(), Vec::<Value>::new(), "no webhook call failed");

@@ -31,8 +31,11 @@ clusterrole-aggregation-controller";
 
 /// The Services' ClusterIP range.
 const SERVICE_CIDR: &str = "10.96.0.0/16";
-/// The Service port the service network proxies: the webhook's, as deploy/ ships it.
+/// The Service port the service network proxies for the apiserver: the webhook's, as deploy/
+/// ships it.
 pub const SERVICE_PORT: u16 = 443;
+/// The metrics Service's port (deploy/base/metrics-service.yaml), which tests read through.
+pub const METRICS_SERVICE_PORT: u16 = 8080;
 
 /// The admin user of the static token file (group `system:masters`).
 pub const ADMIN_USER: &str = "admin";
@@ -320,9 +323,9 @@ impl ControlPlane {
     fn enter_service_network(&mut self, api_port: u16) -> Result<(), String> {
         self.spawn_command("netns", Command::new("unshare").args(["--net", "sleep", "infinity"]))?;
         let network = ServiceNetwork::new(&self.processes[0].1, SERVICE_CIDR)?;
-        network
-            .proxy_services(SERVICE_PORT)
-            .map_err(|e| format!("kube-proxy's listener on :{SERVICE_PORT}: {e}"))?;
+        for port in [SERVICE_PORT, METRICS_SERVICE_PORT] {
+            network.proxy_services(port).map_err(|e| format!("kube-proxy's listener on :{port}: {e}"))?;
+        }
         // Racing a parallel test for the port is retried like any clash.
         let listener = std::net::TcpListener::bind(("127.0.0.1", api_port))
             .map_err(|e| format!("forward 127.0.0.1:{api_port}: {e}: address already in use"))?;
@@ -338,6 +341,12 @@ impl ControlPlane {
             .as_ref()
             .expect("a control plane started with a service network")
             .route(service, backend);
+    }
+
+    /// A connection to Service address `service` (`ClusterIP:port`) as a pod would make it:
+    /// from inside the service network, through its kube-proxy.
+    pub fn connect_service(&self, service: std::net::SocketAddr) -> std::io::Result<std::net::TcpStream> {
+        self.network.as_ref().expect("a control plane started with a service network").connect(service)
     }
 
     /// Whether Services are routed ([`ClusterOptions::service_network`]).

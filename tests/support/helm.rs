@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use super::install::PodTemplate;
-use super::{Env, PRODUCT_ACCOUNT, repo_path};
+use super::{Env, PRODUCT_ACCOUNT, Product, namespace, repo_path};
 
 /// The chart, from the repository root.
 pub const CHART: &str = "deploy/helm/eviction-autoscaler";
@@ -93,6 +93,41 @@ pub struct Release {
 }
 
 impl Env {
+    /// The release namespace as the chart README creates it: out of the product's scope, Pod
+    /// Security `restricted`.
+    pub async fn create_release_namespace(&self) {
+        self.apply(&namespace(PRODUCT_ACCOUNT.0, &[("eviction-autoscaler.azure.com/enable", "false")])).await;
+        self.kubectl_ok(&[
+            "label",
+            "namespace",
+            PRODUCT_ACCOUNT.0,
+            "pod-security.kubernetes.io/enforce=restricted",
+        ])
+        .await;
+    }
+
+    /// `helm install` with `--set` each of `sets`; then the product's credentials and its
+    /// projected ConfigMap, as a pod of the release gets them.
+    pub async fn helm_install(&self, sets: &[&str]) -> Release {
+        let mut args = Vec::new();
+        for set in sets {
+            args.extend(["--set", *set]);
+        }
+        let release = self.helm_release("install", &args).expect("helm install");
+        self.write_product_kubeconfig();
+        self.project_config();
+        release
+    }
+
+    /// One replica run as the release's pod would run it, plus `extra` flags, the webhook
+    /// Service routed to it.
+    pub async fn start_release_replica(&self, release: &Release, extra: &[&str]) -> Product {
+        let replica =
+            self.start_replica(&self.pod_template(&release.objects), "eviction-autoscaler-a", extra).await;
+        self.route_webhook_to(replica.webhook_addr).await;
+        replica
+    }
+
     /// Helm 4 against this cluster as admin.
     pub fn helm(&self, args: &[&str]) -> Result<String, String> {
         let kubeconfig = self.kubeconfig();

@@ -506,8 +506,17 @@ where
 
 /// A plain-HTTP GET: (status code, body), or None when nothing answers.
 pub async fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    http_get_on(stream, addr, path).await
+}
+
+/// `GET path` on a connection already made to `addr`.
+pub async fn http_get_on(
+    mut stream: tokio::net::TcpStream,
+    addr: SocketAddr,
+    path: &str,
+) -> Option<(u16, String)> {
     use tokio::io::AsyncReadExt;
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.ok()?;
     let mut response = String::new();
@@ -537,6 +546,7 @@ pub mod containerd;
 mod credentials;
 pub mod extra;
 pub mod fixtures;
+pub mod go_project;
 pub mod helm;
 pub mod install;
 pub mod keda;

@@ -11,7 +11,7 @@ pub enum SkipReason {
     NamespaceDisabled,
     /// The namespace is being deleted: a create would be refused.
     NamespaceTerminating,
-    /// `pdb.create` is off in the configuration.
+    /// `pdb.create` is off in the configuration and the Deployment has no default PDB yet.
     PdbCreateDisabled,
     /// The Deployment carries `eviction-autoscaler.azure.com/pdb-create: "false"`.
     OptedOut,
@@ -97,8 +97,6 @@ pub enum DeleteReason {
     DeploymentDeleted,
     /// The namespace left scope.
     NamespaceDisabled,
-    /// `pdb.create` is off in the configuration, so no default PDB is managed.
-    PdbCreateDisabled,
     /// The Deployment opted out with `pdb-create: "false"`.
     OptedOut,
     /// The Deployment's selector became empty.
@@ -115,7 +113,6 @@ impl DeleteReason {
         match self {
             Self::DeploymentDeleted => "DeploymentDeleted",
             Self::NamespaceDisabled => "NamespaceDisabled",
-            Self::PdbCreateDisabled => "PdbCreateDisabled",
             Self::OptedOut => "OptedOut",
             Self::NoSelector => "NoSelector",
             Self::ZeroMinAvailable => "ZeroMinAvailable",
@@ -278,7 +275,6 @@ mod tests {
         let deletes = [
             DeleteReason::DeploymentDeleted,
             DeleteReason::NamespaceDisabled,
-            DeleteReason::PdbCreateDisabled,
             DeleteReason::OptedOut,
             DeleteReason::NoSelector,
             DeleteReason::ZeroMinAvailable,

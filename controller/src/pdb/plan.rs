@@ -228,8 +228,10 @@ fn decide(
             "the namespace is not enabled",
         );
     }
-    if !config.pdb_create {
-        return remove(DeleteReason::PdbCreateDisabled, SkipReason::PdbCreateDisabled, "pdb.create is off");
+    // Off stops creating, not managing: a PDB we (or the Go project, whose chart defaults to
+    // on) made stays, and stays in sync, as a stale minAvailable would block drains for good.
+    if !config.pdb_create && kept_owned.is_none() {
+        return skip(SkipReason::PdbCreateDisabled, "pdb.create is off");
     }
     if !opt_in.enabled {
         let note = format!("the Deployment has {}: \"false\"", keys::PDB_CREATE);

@@ -182,13 +182,31 @@ fn single_deployment_decisions() {
         ),
         ("enabledByDefault", &web, &unlisted, vec![], &by_default, ("create", OURS, "Some(Int(3))")),
         ("pdb.create off", &web, &team, vec![], &no_pdb_config, ("skip", "", "PdbCreateDisabled")),
+        // Off stops creating, not managing: an owned PDB stays, and stays in sync (a stale
+        // minAvailable would block drains for good). The Go chart defaults to on, ours to off.
         (
-            "pdb.create off, ours → delete",
+            "pdb.create off, ours in sync → kept",
             &web,
             &team,
             vec![ours.clone()],
             &no_pdb_config,
-            ("delete", OURS, "PdbCreateDisabled"),
+            ("nothing", "", ""),
+        ),
+        (
+            "pdb.create off, ours, scaled 3→5 → minAvailable 5",
+            &scaled,
+            &team,
+            vec![ours.clone()],
+            &no_pdb_config,
+            ("update", OURS, "5"),
+        ),
+        (
+            "pdb.create off, the Go project's → adopted, not deleted",
+            &web,
+            &team,
+            vec![go.clone()],
+            &no_pdb_config,
+            ("adopt", "web", "true"),
         ),
         ("opted out", &opted_out, &team, vec![], &base, ("skip", "", "OptedOut")),
         (

@@ -45,6 +45,7 @@ use self::kube::leader::{self, LeaseConfig, LeaseTimings};
 use self::kube::{crds, recorder};
 use self::metrics::Metrics;
 use crate::error::Error;
+use crate::pdb::ownership::is_ours;
 
 pub use self::evaluations::EVALUATION_TIMEOUT;
 
@@ -238,6 +239,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     ctx.synced.store(true, Ordering::Release);
     readiness.set_caches_synced(true);
     info!("caches synced");
+    note_owned_pdbs_while_creation_is_off(&ctx);
     // Every object carrying surge annotations is resumed by evaluating everything once, and
     // again whenever we become the Lease holder. Part of this task, so they end with it.
     ctx.schedule_all();
@@ -268,7 +270,26 @@ async fn follow_config(ctx: &Arc<Context>) {
     let mut config_changes = ctx.config_changes();
     while config_changes.changed().await.is_ok() {
         info!("configuration changed: evaluating every Deployment and PDB again");
+        note_owned_pdbs_while_creation_is_off(ctx);
         ctx.schedule_all();
         ctx.schedule_all_pdbs();
+    }
+}
+
+/// Says once per configuration that default PDBs exist while `pdb.create` is off: they are kept
+/// and kept in sync, none is made. An operator coming from the Go project, whose chart creates
+/// them by default, would otherwise not know why new Deployments get none.
+fn note_owned_pdbs_while_creation_is_off(ctx: &Context) {
+    if ctx.config().pdb_create {
+        return;
+    }
+    let owned = ctx.caches.pdbs.state().iter().filter(|pdb| is_ours(&pdb.metadata)).count();
+    if owned > 0 {
+        warn!(
+            owned,
+            "pdb.create is off: the default PDBs that exist are kept and kept in sync, but no new \
+             Deployment gets one; set controllerConfig.pdb.create=true (--pdb-create, PDB_CREATE) \
+             to create them again"
+        );
     }
 }

@@ -24,6 +24,10 @@ pub struct SettingsArgs {
     /// Create a default PDB for every in-scope Deployment without one (`pdb.create`).
     #[arg(long, env = "PDB_CREATE", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub pdb_create: Option<String>,
+    /// The Go project's PDB floor pinning (`pdbFloorMutation.enabled`): accepted, not honoured (a
+    /// PDB eviction-autoscaler did not create is never modified); true is logged as such.
+    #[arg(long, env = "ENABLE_PDB_FLOOR_MUTATION", num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub pdb_floor_mutation: Option<String>,
     /// Namespaces enabled in opt-in mode, comma separated (`namespaces.actionedNamespaces`).
     #[arg(long, env = "ACTIONED_NAMESPACES", value_name = "NS,NS")]
     pub actioned_namespaces: Option<String>,
@@ -151,6 +155,8 @@ pub enum LogFormat {
 pub struct Config {
     pub controller_enabled: bool,
     pub pdb_create: bool,
+    /// Asked for, never done: see [`Config::not_honoured`].
+    pub pdb_floor_mutation: bool,
     pub actioned_namespaces: Vec<String>,
     pub enabled_by_default: bool,
     /// `None` when off (unset, `""`, `0` or `0%`).
@@ -257,6 +263,7 @@ macro_rules! settings {
 settings! {
     controller_enabled: "controller-enabled", "CONTROLLER_ENABLED", "enabled", "true";
     pdb_create: "pdb-create", "PDB_CREATE", "pdb.create", "false";
+    pdb_floor_mutation: "pdb-floor-mutation", "ENABLE_PDB_FLOOR_MUTATION", "pdbFloorMutation.enabled", "false";
     actioned_namespaces: "actioned-namespaces", "ACTIONED_NAMESPACES", "namespaces.actionedNamespaces", "kube-system";
     enabled_by_default: "enabled-by-default", "ENABLED_BY_DEFAULT", "namespaces.enabledByDefault", "false";
     zero_surge_override: "zero-surge-override", "ZERO_SURGE_OVERRIDE", "zeroSurgeOverride", "";
@@ -287,7 +294,7 @@ settings! {
 
 /// Keys the Go project's chart has under `controllerConfig` that mean nothing here; accepted so
 /// its values files keep working, otherwise ignored.
-const IGNORED_FILE_KEYS: &[&str] = &["metrics.enabled", "pdbFloorMutation.enabled"];
+const IGNORED_FILE_KEYS: &[&str] = &["metrics.enabled"];
 
 /// The raw text of each setting and where it came from.
 struct Resolved<'a> {
@@ -325,6 +332,16 @@ impl Resolved<'_> {
 }
 
 impl Config {
+    /// What was asked for and will not be done, for the log at start and at each reload.
+    pub fn not_honoured(&self) -> Option<String> {
+        self.pdb_floor_mutation.then(|| {
+            "pdbFloorMutation.enabled=true is not honoured: eviction-autoscaler never modifies a PDB \
+             it did not create, so a PDB a surge cannot open keeps blocking its drain; \
+             `kubectl get evictionautoscalers -A` shows those as DEGRADED (SurgeCannotOpenBudget)"
+                .to_owned()
+        })
+    }
+
     /// Resolves flags/env (`args`) over the `--config` file (its path and text, if any) over
     /// the defaults, and validates every value.
     pub fn resolve(args: &SettingsArgs, file: Option<(&str, &str)>) -> Result<Self, ConfigError> {
@@ -338,6 +355,7 @@ impl Config {
         let config = Config {
             controller_enabled: r.parse("controller-enabled", parse_bool)?,
             pdb_create: r.parse("pdb-create", parse_bool)?,
+            pdb_floor_mutation: r.parse("pdb-floor-mutation", parse_bool)?,
             actioned_namespaces: r.parse("actioned-namespaces", |v| parse_list(v, check_dns_label))?,
             enabled_by_default: r.parse("enabled-by-default", parse_bool)?,
             zero_surge_override: r.parse("zero-surge-override", parse_surge_override)?,
