@@ -111,10 +111,11 @@ mod tests {
     }
 
     /// Settings the controller reads on every decision (`Context::config()`) or write
-    /// (`runtime::kube::write::RateLimit`).
+    /// (`runtime::kube::write::RateLimit`), and the one said not to be honoured at each reload.
     const LIVE: &[&str] = &[
         "controllerEnabled",
         "pdbCreate",
+        "pdbFloorMutation",
         "actionedNamespaces",
         "enabledByDefault",
         "zeroSurgeOverride",
