@@ -38,6 +38,15 @@ async fn event_reasons(client: &kube::Client) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Waits for an Event with `reason` in `apps`: an Event is posted after the write it reports,
+/// so it may land a moment after the change a test saw.
+async fn wait_event(client: &kube::Client, reason: &str) {
+    eventually(&format!("a {reason} Event"), WAIT, || async {
+        event_reasons(client).await.iter().any(|r| r == reason).then_some(())
+    })
+    .await;
+}
+
 /// The drain is over: node uncordoned, the pod gone, the budget open again.
 async fn finish_drain(apiserver: &ApiServer) {
     let client = apiserver.client().await;
@@ -76,7 +85,7 @@ async fn blocked_drain_surges_then_reverts_after_the_drain() {
     })
     .await;
     assert_eq!(status.min_replicas, Some(1));
-    assert!(event_reasons(&client).await.contains(&"SurgeStarted".to_owned()));
+    wait_event(&client, "SurgeStarted").await;
 
     finish_drain(&apiserver).await;
     let reverted = eventually("back to 1 replica after the drain and the cooldown", WAIT, || async {
@@ -84,8 +93,7 @@ async fn blocked_drain_surges_then_reverts_after_the_drain() {
     })
     .await;
     assert_eq!(surge_annotations(&reverted), (None, None), "annotations gone with the revert");
-    let reasons = event_reasons(&client).await;
-    assert!(reasons.contains(&"SurgeReverted".to_owned()), "{reasons:?}");
+    wait_event(&client, "SurgeReverted").await;
     running.stop().await;
 
     let requests = apiserver.requests_under_test();
@@ -237,7 +245,7 @@ async fn a_forgotten_cordon_expires_the_surge_once() {
         deployments.get("web").await.ok().filter(|d| replicas(d) == 1 && surge_annotations(d) == (None, None))
     })
     .await;
-    assert!(event_reasons(&client).await.contains(&"SurgeExpired".to_owned()));
+    wait_event(&client, "SurgeExpired").await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         deployment_writes(&apiserver).len(),
