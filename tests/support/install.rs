@@ -27,6 +27,15 @@ pub fn user_part(pdb: &Value) -> Value {
     json!([m["uid"], m["labels"], m["annotations"], m["ownerReferences"], m["finalizers"], pdb["spec"]])
 }
 
+/// The product's container in the rendered `objects`.
+fn product_container(objects: &[Value]) -> &Value {
+    let deployment = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == DEPLOYMENT)
+        .expect("the rendering holds the product's Deployment");
+    &deployment["spec"]["template"]["spec"]["containers"][0]
+}
+
 /// A container of the installed objects (the product's, or a hook's), ready to be run locally.
 #[derive(Clone, Debug)]
 pub struct PodTemplate {
@@ -69,11 +78,7 @@ impl Env {
 
     /// The product container of the Deployment in `objects`.
     pub fn pod_template(&self, objects: &[Value]) -> PodTemplate {
-        let deployment = objects
-            .iter()
-            .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == DEPLOYMENT)
-            .expect("the rendering holds the product's Deployment");
-        let mut template = self.container_template(&deployment["spec"]["template"]["spec"]["containers"][0]);
+        let mut template = self.container_template(product_container(objects));
         assert_eq!(template.args.first().map(String::as_str), Some("run"), "the container runs `run`");
         template.args.remove(0);
         template
@@ -150,11 +155,7 @@ impl Env {
         objects: &[Value],
         pod_name: &str,
     ) -> (Product, String) {
-        let deployment = objects
-            .iter()
-            .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == DEPLOYMENT)
-            .expect("the rendering holds the product's Deployment");
-        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        let container = product_container(objects);
         let args: Vec<&str> =
             container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
         let config_mount = container["volumeMounts"]
