@@ -356,7 +356,8 @@ async fn a_sigterm_hand_over_leaves_no_holder_write_outside_its_lease() {
         env.wait_ready("demo", name, 1).await;
     }
     env.kubectl_ok(&["uncordon", "node-2"]).await;
-    let slow = Stall { failure_policy: "Ignore", timeout_seconds: 3, operation: "UPDATE" };
+    let slow =
+        Stall { failure_policy: "Ignore", timeout_seconds: 3, operation: "UPDATE", only_product: true };
     let stalled =
         env.register_stalled_webhook("slow", json!({"matchLabels": {"writes": "slow"}}), slow).await;
 

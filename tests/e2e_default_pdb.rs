@@ -267,8 +267,12 @@ async fn a_pdb_made_at_admission_waits_for_its_deployment_and_goes_if_it_never_c
     let events = pdb_events(&env);
     let pdbs_added = env.record_added(&support::pdbs::pdbs(), "apps");
     let deployments_added = env.record_added(&Resource::new("apps", "v1", "deployments"), "apps");
-    let hold =
-        |failure_policy, timeout_seconds| Stall { failure_policy, timeout_seconds, operation: "CREATE" };
+    let hold = |failure_policy, timeout_seconds| Stall {
+        failure_policy,
+        timeout_seconds,
+        operation: "CREATE",
+        only_product: false,
+    };
     let _late = env
         .register_stalled_webhook("late", json!({"matchLabels": {"stored": "late"}}), hold("Ignore", 5))
         .await;

@@ -38,12 +38,16 @@ pub struct Stall {
     pub timeout_seconds: u32,
     /// The operation held: `UPDATE` (what a surge or a revert is) or `CREATE`.
     pub operation: &'static str,
+    /// Only the product's requests (a `matchConditions` on the user): the Deployment
+    /// controller's own updates of the object (its revision annotation) then pass, so a call
+    /// seen here is the product's.
+    pub only_product: bool,
 }
 
 impl Stall {
     /// Every update refused after the longest wait the apiserver allows.
     pub const REFUSE_AFTER_30S: Stall =
-        Stall { failure_policy: "Fail", timeout_seconds: 30, operation: "UPDATE" };
+        Stall { failure_policy: "Fail", timeout_seconds: 30, operation: "UPDATE", only_product: true };
 }
 
 impl Drop for StalledWebhook {
@@ -91,6 +95,10 @@ impl Env {
             }
         });
         let bundle = base64::engine::general_purpose::STANDARD.encode(read("ca.crt"));
+        let (namespace, account) = super::PRODUCT_ACCOUNT;
+        let product = format!("request.userInfo.username == 'system:serviceaccount:{namespace}:{account}'");
+        let conditions =
+            if stall.only_product { json!([{"name": "product", "expression": product}]) } else { json!([]) };
         self.apply_json(&json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
@@ -101,6 +109,7 @@ impl Env {
                 "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": [stall.operation],
                            "resources": ["deployments", "deployments/scale"]}],
                 "objectSelector": selector,
+                "matchConditions": conditions,
                 "failurePolicy": stall.failure_policy,
                 "timeoutSeconds": stall.timeout_seconds,
                 "sideEffects": "None",
