@@ -38,9 +38,8 @@ pub struct Stall {
     pub timeout_seconds: u32,
     /// The operation held: `UPDATE` (what a surge or a revert is) or `CREATE`.
     pub operation: &'static str,
-    /// Only the product's requests (a `matchConditions` on the user): the Deployment
-    /// controller's own updates of the object (its revision annotation) then pass, so a call
-    /// seen here is the product's.
+    /// Only the product's requests (a `matchConditions` on the user): any other client's update
+    /// of the object passes, so a call seen here is the product's.
     pub only_product: bool,
 }
 
