@@ -2,6 +2,7 @@
 //! facts it names that can be checked without a cluster are checked here
 //! (`e2e_from_go_project` does the switch itself).
 
+use eviction_autoscaler_controller::pdb::default_pdb_name;
 use eviction_autoscaler_shared::config::{Config, SettingsArgs, setting_names};
 use serde_json::Value;
 
@@ -43,8 +44,10 @@ fn the_settings_it_names_are_the_binarys() {
 #[test]
 fn the_default_pdb_name_it_states_is_the_one_made() {
     assert!(section().contains("`<deployment>-eviction-autoscaler`"));
-    // The name every end-to-end test waits for on the real control plane.
-    assert_eq!(e2e_support::pdbs::ours("web"), "web-eviction-autoscaler");
+    // The planner's name (`desired_pdb` names every default PDB with it), which the end-to-end
+    // tests also wait for on the real control plane.
+    assert_eq!(default_pdb_name("web"), "web-eviction-autoscaler");
+    assert_eq!(e2e_support::pdbs::ours("web"), default_pdb_name("web"));
 }
 
 #[test]

@@ -390,3 +390,7 @@ pub fn affected_deployments<'a>(
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "convergence_tests.rs"]
+mod convergence_tests;
