@@ -123,6 +123,7 @@ mod tests {
         "cooldown",
         "signalWindow",
         "maxHold",
+        "evictionHold",
         "drainTaints",
         "unhealthyPodEvictionPolicy",
         "kubeApiQps",

@@ -21,6 +21,7 @@ const BAD: &[(&str, &str)] = &[
     ("cooldown", "soon"),
     ("signal-window", "3s"),
     ("max-hold", "0s"),
+    ("eviction-hold", "26s"),
     ("drain-taints", "bad key!"),
     ("unhealthy-pod-eviction-policy", "Never"),
     ("webhook-addr", "localhost"),

@@ -1,7 +1,7 @@
 //! The eviction-autoscaler controller: surges Deployments whose pods a drain displaces while
 //! their PodDisruptionBudget blocks the eviction, and reverts them when the drain is over.
 //!
-//! * [`surge`], [`displaced`], [`eas`], [`adopt`]: the decisions, as pure functions.
+//! * [`surge`], [`displaced`], [`eviction_hold`], [`eas`], [`adopt`]: the decisions, as pure functions.
 //! * [`runtime`]: caches, leader election, signal intake and the evaluation loop.
 //! * [`Controller`]: the entry point `main` wires (see README.md).
 
@@ -10,6 +10,7 @@ pub mod cleanup;
 pub mod displaced;
 pub mod eas;
 pub mod error;
+pub mod eviction_hold;
 #[cfg(test)]
 mod fixtures;
 pub mod keda;

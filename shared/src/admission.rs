@@ -3,18 +3,30 @@
 //! has its own bounded lane, so a flood of one cannot crowd out the other, and when a lane is
 //! full the item is dropped (counted by the caller; a drain retries its evictions and the
 //! watches bring every object anyway).
+//!
+//! An eviction may also be *held* ([`EvictionHold`]): while a node drains, the webhook hands the
+//! signal over with a one-shot answer channel and waits, bounded, for the controller to say
+//! when the pod's budget is open, so the apiserver's PDB check, which runs after admission,
+//! passes on the eviction's first request.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::{apps::v1::Deployment, policy::v1::PodDisruptionBudget};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 /// Receives what the webhook admitted (never dry runs). Implementations must return at once.
 pub trait AdmissionHandler: Send + Sync + 'static {
     /// An eviction was attempted; false when the signal was dropped.
     fn eviction(&self, signal: Signal) -> bool;
+    /// Whether an eviction may be held now (a node is draining and the controller is ready to
+    /// answer): only then does the webhook attach an [`EvictionHold`] and wait.
+    fn holding(&self) -> bool {
+        false
+    }
     /// A Deployment is being created (the object as submitted, with its UID).
     fn deployment_created(&self, deployment: Deployment);
     /// A PodDisruptionBudget is being created or updated.
@@ -47,15 +59,35 @@ pub enum Admitted {
 pub struct AdmissionQueue {
     signals: mpsc::Sender<Signal>,
     objects: mpsc::Sender<Admitted>,
+    holding: HoldSwitch,
 }
 
-/// The controller's side: one lane per kind.
+/// The controller's side: one lane per kind, and the switch saying whether evictions may be
+/// held now.
 #[derive(Debug)]
 pub struct AdmissionReceiver {
     /// Eviction signals, taken in batches.
     pub signals: SignalReceiver,
     /// Admitted Deployments and PDBs.
     pub objects: mpsc::Receiver<Admitted>,
+    /// Set by the controller: on while a hold can be answered ([`AdmissionHandler::holding`]).
+    pub holding: HoldSwitch,
+}
+
+/// Whether evictions may be held now; shared by the webhook (reads) and the controller (sets).
+#[derive(Clone, Debug, Default)]
+pub struct HoldSwitch(Arc<AtomicBool>);
+
+impl HoldSwitch {
+    /// Turns holding on or off.
+    pub fn set(&self, on: bool) {
+        self.0.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether holding is on.
+    pub fn is_on(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// A hand-over holding at most `signals` pending signals and `objects` pending objects (each
@@ -63,16 +95,22 @@ pub struct AdmissionReceiver {
 pub fn admission_queue(signals: usize, objects: usize) -> (AdmissionQueue, AdmissionReceiver) {
     let (signal_tx, signal_rx) = mpsc::channel(signals.max(1));
     let (object_tx, object_rx) = mpsc::channel(objects.max(1));
+    let holding = HoldSwitch::default();
     let receiver = AdmissionReceiver {
         signals: SignalReceiver { queue: signal_rx, last_batch: None },
         objects: object_rx,
+        holding: holding.clone(),
     };
-    (AdmissionQueue { signals: signal_tx, objects: object_tx }, receiver)
+    (AdmissionQueue { signals: signal_tx, objects: object_tx, holding }, receiver)
 }
 
 impl AdmissionHandler for AdmissionQueue {
     fn eviction(&self, signal: Signal) -> bool {
         self.signals.try_send(signal).is_ok()
+    }
+
+    fn holding(&self) -> bool {
+        self.holding.is_on()
     }
 
     fn deployment_created(&self, deployment: Deployment) {
@@ -98,7 +136,7 @@ pub const BATCH_PAUSE: Duration = Duration::from_millis(10);
 const BATCH_LIMIT: usize = 256;
 
 /// One eviction attempt seen at admission.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Signal {
     /// Namespace of the pod being evicted.
     pub namespace: String,
@@ -108,6 +146,62 @@ pub struct Signal {
     pub at: Timestamp,
     /// The requesting user (`userInfo.username`), for events and logs.
     pub user: String,
+    /// Set when the webhook waits for an answer before allowing the eviction.
+    pub hold: Option<EvictionHold>,
+}
+
+/// A held eviction's way back to the webhook. Dropping it unanswered means "not held": the
+/// webhook then allows the eviction at once.
+#[derive(Debug)]
+pub struct EvictionHold {
+    /// The webhook answers by then whatever happens: the apiserver's deadline for this call
+    /// (its `?timeout=`) less a margin, so a hold never turns into a timeout.
+    pub answer_by: Instant,
+    /// The requester is in `system:masters`, exempt from API Priority and Fairness, so its held
+    /// requests occupy no seat of a priority level.
+    pub exempt: bool,
+    /// Where the controller answers.
+    pub answer: oneshot::Sender<HoldEnd>,
+}
+
+/// How a hold ended; the webhook then allows the eviction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HoldEnd {
+    /// The pod's budget is open: the apiserver's PDB check will pass.
+    Opened,
+    /// `--eviction-hold` ran out first: the apiserver refuses as without a hold.
+    Expired,
+    /// More held evictions than the replica's cap: answered at once.
+    Shed,
+    /// The surge cannot help any more (its pods are unschedulable), or no node drains any more.
+    Stopped,
+    /// The process is stopping, or lost its caches.
+    Shutdown,
+}
+
+impl HoldEnd {
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Opened => "opened",
+            Self::Expired => "expired",
+            Self::Shed => "shed",
+            Self::Stopped => "stopped",
+            Self::Shutdown => "shutdown",
+        }
+    }
+}
+
+impl Signal {
+    /// A signal without a hold.
+    pub fn new(
+        namespace: impl Into<String>,
+        pod: impl Into<String>,
+        at: Timestamp,
+        user: impl Into<String>,
+    ) -> Self {
+        Self { namespace: namespace.into(), pod: pod.into(), at, user: user.into(), hold: None }
+    }
 }
 
 /// The signals' consumer side, owned by the controller.
@@ -141,7 +235,7 @@ mod tests {
     use super::*;
 
     fn signal(pod: &str) -> Signal {
-        Signal { namespace: "ns".into(), pod: pod.into(), at: Timestamp::UNIX_EPOCH, user: "u".into() }
+        Signal::new("ns", pod, Timestamp::UNIX_EPOCH, "u")
     }
 
     #[test]

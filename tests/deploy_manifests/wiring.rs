@@ -391,6 +391,7 @@ pub fn check_with_binary(case: &str, objects: &[Value], expected: Expected) {
         String::from_utf8_lossy(&out.stderr)
     );
     let config: Value = serde_json::from_slice(&out.stdout).expect("`config` prints JSON");
+    check_hold_fits_the_timeout(case, objects, &config);
     assert_eq!(config["pdbCreate"], expected.pdb_create, "{case}: pdb.create");
     assert_eq!(
         config["actionedNamespaces"],
@@ -429,5 +430,24 @@ pub fn check_with_binary(case: &str, objects: &[Value], expected: Expected) {
         assert_eq!(config["webhookConfiguration"], text(webhook_config, "/metadata/name"), "{case}");
         assert_eq!(config["webhookService"], PRODUCT, "{case}: the Service the certificate names");
         assert_eq!(config["namespace"], NAMESPACE, "{case}: the Secret's namespace is the Role's");
+    }
+}
+
+/// The eviction webhook's timeout leaves room for the shipped `--eviction-hold` and the 5 s the
+/// product keeps before the apiserver's deadline; the other webhooks answer at once.
+fn check_hold_fits_the_timeout(case: &str, objects: &[Value], config: &Value) {
+    let hold =
+        config["evictionHold"].as_str().and_then(|h| h.strip_suffix('s')).and_then(|h| h.parse::<u64>().ok());
+    let hold = hold.unwrap_or_else(|| panic!("{case}: evictionHold in whole seconds: {config}"));
+    let webhook_config = find(case, objects, "ValidatingWebhookConfiguration", PRODUCT);
+    for hook in items(webhook_config, "/webhooks") {
+        let timeout = hook["timeoutSeconds"].as_u64();
+        let expected = if text(hook, "/name").starts_with("eviction.") { hold + 5 } else { 5 };
+        assert_eq!(
+            timeout,
+            Some(expected),
+            "{case}: {} timeoutSeconds (evictionHold {hold}s)",
+            text(hook, "/name")
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! eviction (a [`Signal`](eviction_autoscaler_shared::admission::Signal)), every new Deployment
 //! and every PDB write, hands each to an
 //! [`AdmissionHandler`](eviction_autoscaler_shared::admission::AdmissionHandler) (the
-//! controller's `AdmissionQueue`) without waiting, and always allows. It also serves the plain-HTTP health port, generates development certificates, and
+//! controller's `AdmissionQueue`) without waiting, and always allows (a blocked eviction
+//! held, bounded, until the controller says its budget opened: ARCHITECTURE.md §4.8). It also serves the plain-HTTP health port, generates development certificates, and
 //! in self-managed mode ([`self_managed`]) keeps its certificate in a Secret, serves it from
 //! memory, publishes the CA as the webhooks' `caBundle` and renews it before it expires.
 //!

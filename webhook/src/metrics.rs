@@ -7,6 +7,7 @@ use std::sync::Arc;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -51,6 +52,8 @@ impl EncodeLabelValue for Endpoint {
 pub(crate) enum Outcome {
     /// Allowed and delivered (signal offered, or object handed to the handler).
     allowed,
+    /// An eviction allowed after a hold (`webhook_evictions_held` says how it ended).
+    held,
     /// Allowed; a dry run, so nothing was delivered.
     dry_run,
     /// Allowed; nothing to deliver (another operation, or no pod name).
@@ -78,6 +81,15 @@ struct RequestLabels {
 struct PathLabels {
     path: Endpoint,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HoldLabels {
+    outcome: &'static str,
+}
+
+/// Hold durations in seconds: a surge pod Ready within one to a few seconds, up to the largest
+/// hold (25 s).
+const HOLD_BUCKETS: [f64; 11] = [0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 25.0];
 
 /// Buckets in seconds: fine below 1 ms, where the handler lives (a parse-and-allow takes a few
 /// microseconds), coarse above.
@@ -120,6 +132,9 @@ pub struct Metrics {
     dry_runs_ignored: Counter,
     objects_undecodable: Counter,
     objects_dropped: Counter,
+    holds: Family<HoldLabels, Counter>,
+    hold_durations: Histogram,
+    holding: Gauge,
     cert_reloads: Counter,
     cert_reload_failures: Counter,
     cert_rotations: Counter,
@@ -162,6 +177,9 @@ impl Metrics {
             dry_runs_ignored: Counter::default(),
             objects_undecodable: Counter::default(),
             objects_dropped: Counter::default(),
+            holds: Family::default(),
+            hold_durations: Histogram::new(HOLD_BUCKETS),
+            holding: Gauge::default(),
             cert_reloads: Counter::default(),
             cert_reload_failures: Counter::default(),
             cert_rotations: Counter::default(),
@@ -205,6 +223,25 @@ impl Metrics {
             "Admitted Deployments or PDBs not handed to the controller because a burst had the most \
              allowed in flight (the controller still acts on them from its watch)",
             self.objects_dropped.clone(),
+        );
+        registry.register(
+            "webhook_evictions_held",
+            "Evictions held while the surge opened their budget, by how the hold ended: opened (the \
+             apiserver's PDB check then passes), expired (--eviction-hold or the call's deadline ran out), \
+             shed (over the replica's cap, answered at once), stopped (the surge could not help any more), \
+             shutdown",
+            self.holds.clone(),
+        );
+        registry.register(
+            "webhook_evictions_holding",
+            "Evictions held right now, waiting for their budget to open",
+            self.holding.clone(),
+        );
+        registry.register_with_unit(
+            "webhook_eviction_hold_duration",
+            "How long held evictions waited before they were allowed",
+            Unit::Seconds,
+            self.hold_durations.clone(),
         );
         registry.register(
             "webhook_cert_reloads",
@@ -271,6 +308,23 @@ impl Metrics {
 
     pub(crate) fn object_dropped(&self) {
         self.objects_dropped.inc();
+    }
+
+    /// Counts a held eviction in `webhook_evictions_holding` until the guard is dropped.
+    pub(crate) fn holding(&self) -> impl Drop + use<> {
+        struct Holding(Gauge);
+        impl Drop for Holding {
+            fn drop(&mut self) {
+                self.0.dec();
+            }
+        }
+        self.holding.inc();
+        Holding(self.holding.clone())
+    }
+
+    pub(crate) fn hold_ended(&self, end: eviction_autoscaler_shared::admission::HoldEnd, seconds: f64) {
+        self.holds.get_or_create(&HoldLabels { outcome: end.as_str() }).inc();
+        self.hold_durations.observe(seconds);
     }
 
     pub(crate) fn cert_reloaded(&self) {

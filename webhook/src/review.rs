@@ -45,6 +45,8 @@ pub(crate) struct EvictionRequest<'a> {
 pub(crate) struct UserInfo<'a> {
     #[serde(borrow, default)]
     pub username: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub groups: Option<Vec<Cow<'a, str>>>,
 }
 
 #[derive(Deserialize)]

@@ -1,19 +1,24 @@
-//! The admission endpoints. Every well-formed review is allowed at once, without any API call;
+//! The admission endpoints. Every well-formed review is allowed, without any API call;
 //! evictions become [`Signal`]s offered to the [`AdmissionHandler`] at once, Deployments and
-//! PDBs are decoded and handed to it on a spawned task. Client mistakes get a 4xx with a
+//! PDBs are decoded and handed to it on a spawned task. While a node drains an eviction may be
+//! held: answered only once the controller says its budget is open, or by the apiserver's
+//! deadline less [`EVICTION_HOLD_MARGIN`], whichever comes first ([`eviction_hold`]). Client mistakes get a 4xx with a
 //! `metav1.Status` body naming the problem: client-go (the apiserver's webhook client) logs a
 //! Status's message, and only a generic line for any other body.
 
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use eviction_autoscaler_shared::admission::{AdmissionHandler, Signal};
+use eviction_autoscaler_shared::admission::{AdmissionHandler, EvictionHold, HoldEnd, Signal};
+use eviction_autoscaler_shared::config::EVICTION_HOLD_MARGIN;
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
 use http_body_util::BodyExt;
@@ -21,7 +26,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::metrics::{Endpoint, Metrics, Outcome};
 use crate::review::{
@@ -42,7 +47,14 @@ pub const MAX_OBJECTS_IN_FLIGHT: usize = 32;
 const DISCARD_AT_MOST: usize = 4 * MAX_BODY_BYTES;
 
 /// The longest an oversized body is read before its 413 ([`discard`]).
-const DISCARD_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+const DISCARD_FOR: Duration = Duration::from_secs(5);
+
+/// The apiserver's webhook timeout when a call carries no `?timeout=` (its default
+/// `timeoutSeconds`; the apiserver always sends one).
+const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The group the apiserver's API Priority and Fairness exempts (its `exempt` FlowSchema).
+const EXEMPT_GROUP: &str = "system:masters";
 
 /// What the handlers share: the admission handler and the metrics.
 ///
@@ -180,6 +192,8 @@ async fn wrong_method(State(WebhookState(state)): State<WebhookState>, request: 
 }
 
 async fn handle_eviction(state: &Shared, request: Request) -> Handled {
+    let started = Instant::now();
+    let call_timeout = call_timeout(request.uri().query());
     let body = read_body(request).await?;
     let review: Envelope<EvictionRequest> = decode(&body)?;
     let request = checked_request(review.api_version, review.kind, review.request)?;
@@ -211,19 +225,88 @@ async fn handle_eviction(state: &Shared, request: Request) -> Handled {
         tracing::warn!(uid, "eviction review names no pod or namespace; nothing to signal");
         return Ok((Outcome::ignored, response));
     };
-    let signal = Signal {
-        namespace: namespace.to_owned(),
-        pod: pod.to_owned(),
-        at: jiff::Timestamp::now(),
-        user: request.user_info.as_ref().and_then(|u| u.username.as_deref()).unwrap_or_default().to_owned(),
-    };
-    if state.handler.eviction(signal) {
-        state.metrics.signal_emitted();
-    } else {
+    let user = request.user_info.as_ref();
+    let mut signal = Signal::new(
+        namespace,
+        pod,
+        jiff::Timestamp::now(),
+        user.and_then(|u| u.username.as_deref()).unwrap_or_default(),
+    );
+    // Never past the apiserver's deadline: a hold that outlives it fails the call, and kubectl
+    // drain treats the timeout as fatal for the pod where it retries a 429.
+    let answer_by =
+        call_timeout.checked_sub(EVICTION_HOLD_MARGIN).filter(|h| !h.is_zero()).map(|hold| started + hold);
+    let (answer, answered) = oneshot::channel();
+    if let Some(answer_by) = answer_by.filter(|_| state.handler.holding()) {
+        let exempt =
+            user.and_then(|u| u.groups.as_ref()).is_some_and(|g| g.iter().any(|g| g == EXEMPT_GROUP));
+        signal.hold = Some(EvictionHold { answer_by, exempt, answer });
+    }
+    let held = signal.hold.as_ref().map(|h| h.answer_by);
+    if !state.handler.eviction(signal) {
         state.metrics.signal_dropped();
         tracing::debug!(namespace, pod, "signal lane full; eviction signal dropped");
+        return Ok((Outcome::allowed, response));
     }
-    Ok((Outcome::allowed, response))
+    state.metrics.signal_emitted();
+    let Some(answer_by) = held else { return Ok((Outcome::allowed, response)) };
+    let _holding = state.metrics.holding();
+    match hold(answered, answer_by).await {
+        Some(end) => {
+            state.metrics.hold_ended(end, started.elapsed().as_secs_f64());
+            Ok((Outcome::held, response))
+        }
+        None => Ok((Outcome::allowed, response)),
+    }
+}
+
+/// Waits for the controller's answer to a held eviction, until `answer_by` at the latest
+/// (then [`HoldEnd::Expired`]). `None`: the controller did not hold it (the answer was dropped).
+async fn hold(answered: oneshot::Receiver<HoldEnd>, answer_by: Instant) -> Option<HoldEnd> {
+    match tokio::time::timeout_at(answer_by, answered).await {
+        Ok(Ok(end)) => Some(end),
+        Ok(Err(_)) => None,
+        Err(_) => Some(HoldEnd::Expired),
+    }
+}
+
+/// The apiserver's timeout for this call, from the `?timeout=` it adds to every webhook call
+/// (min(`timeoutSeconds`, what is left of the request's own deadline), a Go duration).
+fn call_timeout(query: Option<&str>) -> Duration {
+    query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("timeout="))
+        .and_then(parse_go_duration)
+        .unwrap_or(DEFAULT_CALL_TIMEOUT)
+}
+
+/// A Go `time.Duration` string as the apiserver writes it (`10s`, `1m0s`, `9.5s`, `300ms`).
+fn parse_go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text;
+    let mut total = 0.0_f64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(number_end);
+        let number: f64 = number.parse().ok()?;
+        let unit_end = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_end);
+        let seconds = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += number * seconds;
+        rest = tail;
+    }
+    Duration::try_from_secs_f64(total).ok()
 }
 
 /// The object a review carries, for checking its type.

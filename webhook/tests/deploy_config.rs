@@ -16,7 +16,10 @@ fn every_webhook_fails_open_fast_and_is_dry_run_safe() {
         let name = &webhook.name;
         assert_eq!(webhook.failure_policy.as_deref(), Some("Ignore"), "{name}");
         assert_eq!(webhook.side_effects, "NoneOnDryRun", "{name}");
-        assert!(webhook.timeout_seconds.is_some_and(|t| (1..=5).contains(&t)), "{name}");
+        // The eviction webhook may hold an eviction (up to 15 s, the bound the design allows);
+        // the others answer at once.
+        let longest = if name.starts_with("eviction.") { 15 } else { 5 };
+        assert!(webhook.timeout_seconds.is_some_and(|t| (1..=longest).contains(&t)), "{name}");
         assert_eq!(webhook.admission_review_versions, ["v1"], "{name}");
         let service = webhook.client_config.service.unwrap_or_else(|| panic!("{name}: no service"));
         assert_eq!(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use eviction_autoscaler_shared::admission::{HoldEnd, HoldSwitch};
 use eviction_autoscaler_shared::config::Config;
 use eviction_autoscaler_shared::scope::namespace_scope;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -14,6 +15,7 @@ use kube::Client;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::watch;
 
+use super::held_evictions::HeldEvictions;
 use super::intake::nodes::DrainingNodes;
 use super::intake::recent::Recent;
 use super::kube::caches::Caches;
@@ -76,6 +78,12 @@ pub struct Context {
     /// Owners of signalled pods that are not Deployments, `(namespace, kind, name)`, reported
     /// at most once an hour.
     pub skipped_owners: Recent<(String, String, String)>,
+    /// Evictions this replica's webhook holds.
+    pub holds: HeldEvictions,
+    /// Tells the webhook whether to hold evictions at all ([`Context::update_holding`]).
+    holding: HoldSwitch,
+    /// Deployments whose expired hold was reported (`EvictionHoldExpired`), at most once a minute.
+    pub expired_holds: Recent<ObjectKey>,
 }
 
 /// How often a `spec.lastEviction` write to one EAS may go out.
@@ -83,6 +91,9 @@ const EAS_WRITE_EVERY: Duration = Duration::from_secs(1);
 
 /// How often evictions of one non-Deployment owner's pods are reported (`SurgeSkipped`).
 const SKIP_REPORT_EVERY: Duration = Duration::from_secs(3600);
+
+/// How often an expired hold is reported per Deployment (`EvictionHoldExpired`).
+const EXPIRED_HOLD_REPORT_EVERY: Duration = Duration::from_secs(60);
 
 impl Context {
     /// Builds the context.
@@ -93,6 +104,7 @@ impl Context {
         metrics: Metrics,
         caches: Caches,
         leader: watch::Receiver<bool>,
+        holding: HoldSwitch,
     ) -> Self {
         let gate = WriteGate::new();
         // One limit for every write of the process, as client-go has one per client config.
@@ -114,7 +126,31 @@ impl Context {
             default_pdbs: PdbMemory::default(),
             eas_writes: Recent::new(EAS_WRITE_EVERY),
             skipped_owners: Recent::new(SKIP_REPORT_EVERY),
+            holds: HeldEvictions::default(),
+            holding,
+            expired_holds: Recent::new(EXPIRED_HOLD_REPORT_EVERY),
         }
+    }
+
+    /// Turns the webhook's holding on while a hold can be answered (caches synced, the
+    /// controller and `--eviction-hold` on, a node draining), else off, answering any held
+    /// eviction at once ([`HoldEnd::Stopped`]).
+    pub fn update_holding(&self) {
+        let config = self.config();
+        let on = self.synced.load(Ordering::Acquire)
+            && config.controller_enabled
+            && !config.eviction_hold.is_zero()
+            && self.nodes.any();
+        self.holding.set(on);
+        if !on {
+            self.holds.answer_all(HoldEnd::Stopped);
+        }
+    }
+
+    /// Stops holding: every held eviction answered at once (shutdown, lost caches).
+    pub fn stop_holding(&self) {
+        self.holding.set(false);
+        self.holds.answer_all(HoldEnd::Shutdown);
     }
 
     /// The configuration now; hold the `Arc` for one decision so it sees one version.

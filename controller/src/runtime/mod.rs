@@ -11,6 +11,7 @@
 
 mod context;
 mod evaluations;
+mod held_evictions;
 mod intake;
 pub mod kube;
 pub mod metrics;
@@ -132,6 +133,7 @@ impl Controller {
             metrics,
             caches.clone(),
             leader_rx.clone(),
+            admitted.holding.clone(),
         ));
         if !config.leader_elect {
             ctx.gate.open_until(tokio::time::Instant::now() + WITHOUT_LEASE);
@@ -184,7 +186,7 @@ impl Controller {
         tasks.spawn(crds::watch_own_crd(ctx.clone()));
         tasks.spawn(sync_then_work(ctx.clone(), readiness.clone()));
         // Intake ends when the webhook drops its queue; that is not a failure.
-        let AdmissionReceiver { signals, objects } = admitted;
+        let AdmissionReceiver { signals, objects, .. } = admitted;
         let intake = [
             tokio::spawn(intake::webhook_signals(ctx.clone(), signals)),
             tokio::spawn(intake::admitted::consume(ctx.clone(), objects)),
@@ -211,6 +213,8 @@ impl Controller {
                 Err(Error::TaskStopped("cache or evaluation loop"))
             }
         };
+        // Held evictions first: the webhook is draining its requests meanwhile.
+        ctx.stop_holding();
         // Stop writing, wait for the writes in flight and release the Lease (bounded: a write
         // that will not finish leaves the Lease to run out instead), then end everything else.
         let _ = stop_tx.send(true);
@@ -239,6 +243,7 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     ctx.synced.store(true, Ordering::Release);
     readiness.set_caches_synced(true);
     info!("caches synced");
+    ctx.update_holding();
     note_owned_pdbs_while_creation_is_off(&ctx);
     // Every object carrying surge annotations is resumed by evaluating everything once, and
     // again whenever we become the Lease holder. Part of this task, so they end with it.
@@ -270,6 +275,7 @@ async fn follow_config(ctx: &Arc<Context>) {
     let mut config_changes = ctx.config_changes();
     while config_changes.changed().await.is_ok() {
         info!("configuration changed: evaluating every Deployment and PDB again");
+        ctx.update_holding();
         note_owned_pdbs_while_creation_is_off(ctx);
         ctx.schedule_all();
         ctx.schedule_all_pdbs();

@@ -78,12 +78,12 @@ async fn cordon_surges_the_eviction_passes_and_the_emptied_node_lets_it_revert()
     })
     .await;
     // The webhook saw the eviction attempts (kubectl retries while the budget is closed).
-    let signal = eviction_autoscaler_shared::admission::Signal {
-        namespace: "apps".into(),
-        pod: pod_name.clone(),
-        at: jiff::Timestamp::now(),
-        user: "kubectl".into(),
-    };
+    let signal = eviction_autoscaler_shared::admission::Signal::new(
+        "apps",
+        pod_name.clone(),
+        jiff::Timestamp::now(),
+        "kubectl",
+    );
     assert!(running.admissions.eviction(signal));
     pods.evict(&pod_name, &EvictParams::default()).await.expect("the eviction is allowed now");
     eventually("the evicted pod is gone", WAIT, || async {

@@ -21,12 +21,7 @@ use crate::common::{
 const WAIT: Duration = Duration::from_secs(30);
 
 fn signal() -> Signal {
-    Signal {
-        namespace: "apps".into(),
-        pod: "web-5d9c7-x1".into(),
-        at: jiff::Timestamp::now(),
-        user: "descheduler".into(),
-    }
+    Signal::new("apps", "web-5d9c7-x1", jiff::Timestamp::now(), "descheduler")
 }
 
 #[tokio::test]

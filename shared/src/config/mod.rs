@@ -48,6 +48,10 @@ pub struct SettingsArgs {
     /// Longest a surge is held after its last signal, even while a node stays cordoned.
     #[arg(long, env = "EVICTION_AUTOSCALER_MAX_HOLD", value_name = "DURATION")]
     pub max_hold: Option<String>,
+    /// Longest the webhook holds a PDB-blocked eviction of a draining node's pod while the surge
+    /// opens its budget (0s: never hold; the apiserver's webhook timeout less 5s caps it).
+    #[arg(long, env = "EVICTION_AUTOSCALER_EVICTION_HOLD", value_name = "DURATION")]
+    pub eviction_hold: Option<String>,
     /// Node taint keys that mark a node as draining, comma separated.
     #[arg(long, env = "EVICTION_AUTOSCALER_DRAIN_TAINTS", value_name = "KEY,KEY")]
     pub drain_taints: Option<String>,
@@ -168,6 +172,9 @@ pub struct Config {
     pub signal_window: Duration,
     #[serde(serialize_with = "ser_duration")]
     pub max_hold: Duration,
+    /// Zero: evictions are never held.
+    #[serde(serialize_with = "ser_duration")]
+    pub eviction_hold: Duration,
     pub drain_taints: Vec<String>,
     pub unhealthy_pod_eviction_policy: UnhealthyPodEvictionPolicy,
     pub webhook_addr: SocketAddr,
@@ -270,6 +277,7 @@ settings! {
     cooldown: "cooldown", "EVICTION_AUTOSCALER_COOLDOWN", "surge.cooldown", "60s";
     signal_window: "signal-window", "EVICTION_AUTOSCALER_SIGNAL_WINDOW", "surge.signalWindow", "90s";
     max_hold: "max-hold", "EVICTION_AUTOSCALER_MAX_HOLD", "surge.maxHold", "1h";
+    eviction_hold: "eviction-hold", "EVICTION_AUTOSCALER_EVICTION_HOLD", "surge.evictionHold", "10s";
     drain_taints: "drain-taints", "EVICTION_AUTOSCALER_DRAIN_TAINTS", "drainTaints",
         "node.kubernetes.io/unschedulable,karpenter.sh/disrupted,ToBeDeletedByClusterAutoscaler";
     unhealthy_pod_eviction_policy: "unhealthy-pod-eviction-policy", "EVICTION_AUTOSCALER_UNHEALTHY_POD_EVICTION_POLICY", "pdb.unhealthyPodEvictionPolicy", "AlwaysAllow";
@@ -372,6 +380,17 @@ impl Config {
                 Ok(d)
             })?,
             max_hold: r.parse("max-hold", parse_positive_duration)?,
+            eviction_hold: r.parse("eviction-hold", |v| {
+                let d = parse_duration(v)?;
+                if d > MAX_EVICTION_HOLD {
+                    return Err(format!(
+                        "must be at most {}s: the apiserver waits at most 30s for a webhook, and a hold ends {}s before that",
+                        MAX_EVICTION_HOLD.as_secs(),
+                        EVICTION_HOLD_MARGIN.as_secs()
+                    ));
+                }
+                Ok(d)
+            })?,
             drain_taints: r.parse("drain-taints", |v| parse_list(v, check_qualified_name))?,
             unhealthy_pod_eviction_policy: r.parse("unhealthy-pod-eviction-policy", |v| match v {
                 "AlwaysAllow" => Ok(UnhealthyPodEvictionPolicy::AlwaysAllow),
@@ -459,6 +478,14 @@ impl Config {
         Ok(config)
     }
 }
+
+/// How long before the apiserver's deadline for a webhook call (its `?timeout=`) a held
+/// eviction is answered: the time it leaves to other webhooks and to its own PDB check. The
+/// same margin as pod-graceful-drain's, which raised it from 1 s to 5 s for that reason.
+pub const EVICTION_HOLD_MARGIN: Duration = Duration::from_secs(5);
+
+/// The longest `--eviction-hold`: the apiserver's largest webhook timeout (30 s) less the margin.
+const MAX_EVICTION_HOLD: Duration = Duration::from_secs(30 - EVICTION_HOLD_MARGIN.as_secs());
 
 /// Longest serving-certificate lifetime: the self-managed CA's (10 years).
 const MAX_CERT_VALIDITY: Duration = Duration::from_secs(87_600 * 3600);

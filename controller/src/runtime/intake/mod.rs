@@ -1,15 +1,17 @@
 //! Intake: what makes work due. Eviction signals (the webhook's queue, EAS
 //! `spec.lastEviction`), node drain edges, watch events mapped to the keys they concern
-//! ([`affected`]), and the objects the webhook admitted ([`admitted`]).
+//! ([`affected`]), and the objects the webhook admitted ([`admitted`]). An eviction the
+//! webhook holds comes with its signal ([`eviction_hold`]).
 
 pub mod admitted;
 mod affected;
+pub mod eviction_hold;
 pub mod nodes;
 pub mod recent;
 
 use std::sync::Arc;
 
-use eviction_autoscaler_shared::admission::SignalReceiver;
+use eviction_autoscaler_shared::admission::{EvictionHold, SignalReceiver};
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::drain::is_draining;
 use futures::StreamExt;
@@ -29,13 +31,14 @@ use crate::displaced::{SignaledPod, is_displaceable, owning_deployment, refused_
 use crate::eas::last_eviction_patch;
 use crate::error;
 use crate::keda::ScaledObject;
-use crate::surge::events;
+use crate::surge::status::degraded_reason;
+use crate::surge::{events, reasons};
 
 /// Where a signal came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Source {
-    /// This replica's webhook.
-    Webhook,
+    /// This replica's webhook, which may be holding the eviction for an answer.
+    Webhook(Option<EvictionHold>),
     /// An EAS `spec.lastEviction` (possibly written by another replica).
     Eas,
 }
@@ -52,30 +55,33 @@ pub async fn webhook_signals(ctx: Arc<Context>, mut signals: SignalReceiver) {
     while signals.next_batch(&mut batch).await {
         futures::stream::iter(batch.drain(..))
             .for_each_concurrent(CONCURRENT_SIGNALS, |signal| async move {
-                handle_signal(ctx, &signal.namespace, &signal.pod, signal.at, Source::Webhook).await;
+                let source = Source::Webhook(signal.hold);
+                handle_signal(ctx, &signal.namespace, &signal.pod, signal.at, source).await;
             })
             .await;
     }
 }
 
 /// Handles one eviction signal ([`signal_deployment`]) and counts it once handled.
-async fn handle_signal(ctx: &Context, namespace: &str, pod: &str, at: Timestamp, source: Source) {
+async fn handle_signal(ctx: &Arc<Context>, namespace: &str, pod: &str, at: Timestamp, source: Source) {
+    let label = match source {
+        Source::Webhook(_) => "webhook",
+        Source::Eas => "eas",
+    };
     if let Err(e) = signal_deployment(ctx, namespace, pod, at, source).await {
         debug!(pod, error = %e, "eviction signal not processed");
     }
-    ctx.metrics.signal(match source {
-        Source::Webhook => "webhook",
-        Source::Eas => "eas",
-    });
+    ctx.metrics.signal(label);
 }
 
 /// Gives an eviction signal to the Deployment of the pod: reads the pod, finds its Deployment,
+/// holds the eviction if the webhook asks and the surge can open its budget ([`eviction_hold`]),
 /// remembers the signal and schedules the Deployment. A webhook signal the budget refused is
 /// also recorded on the EAS (any replica), so the Lease holder sees it; one the budget allowed
-/// costs no write.
-#[instrument(skip(ctx))]
+/// costs no write. Any early return drops the hold: the webhook then allows at once.
+#[instrument(skip(ctx, source))]
 async fn signal_deployment(
-    ctx: &Context,
+    ctx: &Arc<Context>,
     namespace: &str,
     pod_name: &str,
     at: Timestamp,
@@ -109,6 +115,17 @@ async fn signal_deployment(
     }
     let on_draining_node =
         pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| ctx.nodes.contains(n));
+    let from_webhook = matches!(source, Source::Webhook(_));
+    if let Source::Webhook(Some(held)) = source {
+        let eviction = eviction_hold::Eviction {
+            pod: &pod,
+            deployment: &key,
+            pdbs: &pdbs,
+            on_draining_node,
+            refused: blocked,
+        };
+        eviction_hold::consider(ctx, held, eviction, deployment);
+    }
     let signal = SignaledPod { pod: pod_name.to_owned(), at, on_draining_node, displaceable };
     if !ctx.surges.record_signal(&key, signal, blocked) {
         settled(); // known already
@@ -118,7 +135,7 @@ async fn signal_deployment(
     ctx.queues.deployments.schedule_now_in(lane, key);
     // Out of scope there is no EAS to record on (the PATCH would only answer 404); an eviction
     // the budget allows needs no surge, so the holder need not hear of it.
-    if source == Source::Webhook
+    if from_webhook
         && blocked
         && ctx.namespace_enabled(namespace)
         && let [pdb] = pdbs.as_slice()
@@ -185,8 +202,12 @@ pub fn on_deployment(ctx: &Arc<Context>, event: &Event<CachedDeployment>) {
     schedule(ctx, affected::by_deployment(event, &ctx.caches));
 }
 
-/// PDB events: what they make due ([`affected::by_pdb`]).
+/// PDB events: held evictions let through as its budget opens; what they make due
+/// ([`affected::by_pdb`]).
 pub fn on_pdb(ctx: &Arc<Context>, event: &Event<PodDisruptionBudget>) {
+    if let Event::Apply(pdb) | Event::InitApply(pdb) = event {
+        ctx.holds.pdb_changed(pdb);
+    }
     schedule(ctx, affected::by_pdb(event, &ctx.caches));
 }
 
@@ -230,6 +251,10 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
     let (Some(namespace), Some(name)) = (eas.metadata.namespace.clone(), eas.metadata.name.clone()) else {
         return;
     };
+    // Its surge pods cannot be scheduled (the holder's finding): no hold on its PDB can end well.
+    if eas.status.as_ref().and_then(degraded_reason).as_deref() == Some(reasons::UNSCHEDULABLE) {
+        ctx.holds.stop(&(namespace.clone(), name.clone()));
+    }
     ctx.queues.deployments.schedule_now((namespace.clone(), eas.spec.target_name.clone()));
     if eas.spec.last_eviction.is_some() {
         ctx.queues.eas_signals.schedule_now((namespace, name));
@@ -273,6 +298,7 @@ pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
         return;
     }
     info!(node = %name, draining, "node drain state changed");
+    ctx.update_holding();
     for key in ctx.surges.surged_keys() {
         ctx.queues.deployments.schedule_now(key);
     }

@@ -49,6 +49,11 @@ impl DrainingNodes {
         self.since.lock().keys().cloned().collect()
     }
 
+    /// Whether any node is draining.
+    pub fn any(&self) -> bool {
+        !self.since.lock().is_empty()
+    }
+
     /// Whether `node` is draining.
     pub fn contains(&self, node: &str) -> bool {
         self.since.lock().contains_key(node)

@@ -3,7 +3,7 @@
 
 mod eas_sync;
 pub mod memory;
-mod observe;
+pub(crate) mod observe;
 mod reconcile;
 
 pub use reconcile::{reconcile, write_patch};

@@ -64,7 +64,8 @@ tolerations:
 {{- end }}
 {{- end -}}
 
-{{/* A webhook's clientConfig and scope (deploy/base/webhook.yaml). */}}
+{{/* A webhook's clientConfig and scope (deploy/base/webhook.yaml); `timeout`: the eviction
+webhook's is longer, since it may hold an eviction. */}}
 {{- define "eviction-autoscaler.webhook" -}}
 clientConfig:
   service:
@@ -81,7 +82,7 @@ admissionReviewVersions: ["v1"]
 sideEffects: NoneOnDryRun
 failurePolicy: Ignore
 matchPolicy: Equivalent
-timeoutSeconds: 5
+timeoutSeconds: {{ .timeout | default 5 }}
 {{- end -}}
 
 {{/* What `run` and `cleanup` read besides the ConfigMap: the certificate mode's names, and
