@@ -5,9 +5,10 @@ Usage: scripts/drain_timeline.py AUDIT_LOG NAMESPACE
 (the drain bench keeps the log with E2E_KEEP_DIRS=1; its path is printed as "control plane
 files kept in DIR": DIR/audit.log).
 
-For every Deployment in NAMESPACE whose pod's first eviction was refused, the time from the
-drain's cordon (the last node PATCH by a person before the first eviction) to that refusal and
-to each step that lets the eviction through: the product's surge (its first PATCH of the
+For every Deployment in NAMESPACE whose pod's first eviction met a closed budget — refused
+(429), or held by the webhook and let through on that first request — the time from the
+drain's cordon (the last node PATCH by a person before the first eviction) to that eviction's
+arrival, its refusal, and each step that lets it through: the product's surge (its first PATCH of the
 Deployment; it may come before the refusal, on the cordon), the ReplicaSet scaled, the surge pod bound by the scheduler, marked Ready (its
 status patched by kwok), the PDB's status showing a disruption allowed (the disruption
 controller), the eviction that was finally let through, and the evicted pod deleted (kubectl
@@ -20,8 +21,12 @@ import json
 import sys
 
 
-def at(event):
-    return datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
+def at(event, stamp="requestReceivedTimestamp"):
+    return datetime.datetime.fromisoformat(event[stamp].replace("Z", "+00:00"))
+
+
+# A first eviction that took this long at the apiserver was held by the webhook.
+HELD_AT_LEAST = datetime.timedelta(milliseconds=100)
 
 
 def owner(pod, deployments):
@@ -46,7 +51,7 @@ def main(path, namespace):
         and e["objectRef"].get("name")
     }
     steps = collections.defaultdict(dict)  # deployment -> step -> first time
-    first_pod = {}  # deployment -> the pod whose eviction was refused
+    first_pod = {}  # deployment -> the pod whose first eviction met a closed budget
 
     def first(deployment, step, when):
         steps[deployment].setdefault(step, when)
@@ -62,11 +67,15 @@ def main(path, namespace):
             d = owner(name, deployments)
             if d is None:
                 continue
-            if code == 429 and d not in first_pod:
+            done = at(e, "stageTimestamp")
+            held = code == 201 and done - when >= HELD_AT_LEAST
+            if d not in first_pod and (code == 429 or held):
                 first_pod[d] = name
-                first(d, "refused", when)
-            elif code == 201 and first_pod.get(d) == name:
-                first(d, "let through", when)
+                first(d, "eviction arrives", when)
+                if code == 429:
+                    first(d, "refused", done)
+            if code == 201 and first_pod.get(d) == name:
+                first(d, "let through", done)
         elif resource == "pods" and e["verb"] == "delete" and sub is None and code == 200:
             d = owner(name, deployments)
             if d and first_pod.get(d) == name and "let through" in steps[d]:
@@ -98,10 +107,12 @@ def main(path, namespace):
     cordon = max(at(e) for e in events if e.get("objectRef", {}).get("resource") == "nodes"
                  and e["verb"] == "patch" and not e["user"]["username"].startswith("system:")
                  and at(e) < evictions[0])
-    order = ["refused", "surge written", "ReplicaSet scaled", "surge pod bound", "surge pod Ready",
+    order = ["eviction arrives", "refused", "surge written", "ReplicaSet scaled", "surge pod bound", "surge pod Ready",
              "PDB allows", "let through", "evicted pod gone"]
-    timed = [s for s in steps.values() if "refused" in s]
-    print(f"{len(timed)} Deployments whose first eviction was refused (namespace {namespace})")
+    timed = [s for s in steps.values() if "eviction arrives" in s]
+    refused = sum("refused" in s for s in timed)
+    print(f"{len(timed)} Deployments whose first eviction met a closed budget (namespace {namespace}): "
+          f"{refused} refused, {len(timed) - refused} held and let through on that request")
     print("| from the cordon to | n | median | p90 | max |\n|---|---|---|---|---|")
     for step in order:
         gaps = sorted((s[step] - cordon).total_seconds() for s in timed if step in s)

@@ -152,6 +152,13 @@ async fn a_surge_into_a_full_cluster_says_why_and_reverts_after_uncordon() {
     assert!(!ok, "the drain cannot finish without room: {output}");
     let message = env.wait_degraded("demo", "web", "SurgeUnschedulable").await;
     assert!(message.contains("Pending"), "the condition says the surge pod is Pending: {message}");
+    // The held eviction was let go once the surge pod proved unschedulable, not at the hold's end.
+    let metrics = env.metrics().await;
+    let held = |outcome: &str| {
+        let label = format!(r#"outcome="{outcome}""#);
+        metric_sum(&metrics, "eviction_autoscaler_webhook_evictions_held_total", &[label.as_str()])
+    };
+    assert_eq!((held("stopped"), held("expired")), (1.0, 0.0), "{metrics}");
     let events =
         wait_for("a SurgeUnschedulable Event on the Deployment", Duration::from_secs(30), || async {
             let events = env.events("demo").await;

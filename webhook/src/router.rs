@@ -236,20 +236,21 @@ async fn handle_eviction(state: &Shared, request: Request) -> Handled {
     // drain treats the timeout as fatal for the pod where it retries a 429.
     let answer_by =
         call_timeout.checked_sub(EVICTION_HOLD_MARGIN).filter(|h| !h.is_zero()).map(|hold| started + hold);
-    let (answer, answered) = oneshot::channel();
-    if let Some(answer_by) = answer_by.filter(|_| state.handler.holding()) {
+    // The answer channel only while holding: the hot path allocates nothing for it.
+    let held = answer_by.filter(|_| state.handler.holding()).map(|answer_by| {
         let exempt =
             user.and_then(|u| u.groups.as_ref()).is_some_and(|g| g.iter().any(|g| g == EXEMPT_GROUP));
+        let (answer, answered) = oneshot::channel();
         signal.hold = Some(EvictionHold { answer_by, exempt, answer });
-    }
-    let held = signal.hold.as_ref().map(|h| h.answer_by);
+        (answer_by, answered)
+    });
     if !state.handler.eviction(signal) {
         state.metrics.signal_dropped();
         tracing::debug!(namespace, pod, "signal lane full; eviction signal dropped");
         return Ok((Outcome::allowed, response));
     }
     state.metrics.signal_emitted();
-    let Some(answer_by) = held else { return Ok((Outcome::allowed, response)) };
+    let Some((answer_by, answered)) = held else { return Ok((Outcome::allowed, response)) };
     let _holding = state.metrics.holding();
     match hold(answered, answer_by).await {
         Some(end) => {

@@ -24,17 +24,23 @@ pub const HOLD_EXPIRED: &str = "EvictionHoldExpired";
 
 /// What the hold decision needs to know about one signalled pod.
 pub struct Eviction<'a> {
+    /// The pod, as read for the signal.
     pub pod: &'a Pod,
-    pub deployment: &'a ObjectKey,
+    /// Its Deployment, cached, and its key.
+    pub deployment: Deployment,
+    pub key: &'a ObjectKey,
+    /// The PDBs covering it, cached.
     pub pdbs: &'a [PodDisruptionBudget],
+    /// Its node is draining.
     pub on_draining_node: bool,
+    /// Its one covering PDB refuses it now.
     pub refused: bool,
 }
 
 /// Holds the eviction if the surge can open its budget; otherwise drops `hold`, which the
 /// webhook takes as "not held" and allows at once.
-pub fn consider(ctx: &Arc<Context>, hold: EvictionHold, eviction: Eviction<'_>, deployment: Deployment) {
-    let Eviction { pod, deployment: key, pdbs, on_draining_node, refused } = eviction;
+pub fn consider(ctx: &Arc<Context>, hold: EvictionHold, eviction: Eviction<'_>) {
+    let Eviction { pod, deployment, key, pdbs, on_draining_node, refused } = eviction;
     let namespace = key.0.as_str();
     let pdb_name = pdbs.first().and_then(|p| p.metadata.name.as_deref()).unwrap_or_default();
     let observed = Observed {

@@ -119,12 +119,13 @@ async fn signal_deployment(
     if let Source::Webhook(Some(held)) = source {
         let eviction = eviction_hold::Eviction {
             pod: &pod,
-            deployment: &key,
+            deployment,
+            key: &key,
             pdbs: &pdbs,
             on_draining_node,
             refused: blocked,
         };
-        eviction_hold::consider(ctx, held, eviction, deployment);
+        eviction_hold::consider(ctx, held, eviction);
     }
     let signal = SignaledPod { pod: pod_name.to_owned(), at, on_draining_node, displaceable };
     if !ctx.surges.record_signal(&key, signal, blocked) {
