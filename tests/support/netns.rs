@@ -25,8 +25,16 @@ use std::time::{Duration, Instant};
 
 use rustix::thread::LinkNameSpaceType;
 
-/// Backends by the Service address (`ClusterIP:port`) a connection was made to.
-pub type Routes = Arc<Mutex<HashMap<SocketAddr, SocketAddr>>>;
+/// Backends by the Service address (`ClusterIP:port`) a connection was made to, and the
+/// connections spliced to each, so a new route can end them.
+pub type Routes = Arc<Mutex<HashMap<SocketAddr, Route>>>;
+
+/// Where one Service address leads, and the client side of every connection carried there.
+#[derive(Debug)]
+pub struct Route {
+    backend: SocketAddr,
+    carried: Vec<TcpStream>,
+}
 
 /// A network namespace held open by a `sleep` process (see the module doc).
 pub struct ServiceNetwork {
@@ -103,11 +111,16 @@ impl ServiceNetwork {
         let routes = self.routes.clone();
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
-                let backend = client
-                    .local_addr()
-                    .ok()
-                    .and_then(|to| routes.lock().unwrap_or_else(PoisonError::into_inner).get(&to).copied());
+                let Ok(to) = client.local_addr() else { continue };
+                let backend =
+                    routes.lock().unwrap_or_else(PoisonError::into_inner).get(&to).map(|r| r.backend);
                 if let Some(server) = backend.and_then(|b| TcpStream::connect(b).ok()) {
+                    if let (Ok(handle), Some(route)) = (
+                        client.try_clone(),
+                        routes.lock().unwrap_or_else(PoisonError::into_inner).get_mut(&to),
+                    ) {
+                        route.carried.push(handle);
+                    }
                     splice(client, server);
                 }
             }
@@ -115,9 +128,18 @@ impl ServiceNetwork {
         Ok(())
     }
 
-    /// Sends connections to `service` (`ClusterIP:port`) to `backend` from now on.
+    /// Sends connections to `service` (`ClusterIP:port`) to `backend` from now on, and ends
+    /// those it carried to another backend, as when that backend's pod goes: a client that keeps
+    /// its connections open (the apiserver's webhook client) would otherwise go on calling it.
     pub fn route(&self, service: SocketAddr, backend: SocketAddr) {
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(service, backend);
+        let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        let route = routes.entry(service).or_insert(Route { backend, carried: Vec::new() });
+        if route.backend != backend {
+            route.backend = backend;
+            for stream in route.carried.drain(..) {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
     }
 }
 
