@@ -1,7 +1,7 @@
 //! Holding an eviction the webhook handed over with its signal: decided from this replica's
-//! caches ([`crate::eviction_hold::decide`]), answered by [`HeldEvictions`](crate::runtime::held_evictions) as the
-//! PDB's watch shows its budget opening, or when `--eviction-hold` runs out (then an Event
-//! says what the budget was waiting for).
+//! caches ([`crate::eviction_hold::decide`]), answered by `HeldEvictions` as the PDB's watch
+//! shows its budget opening, or when `--eviction-hold` runs out (then an Event says what the
+//! budget was waiting for).
 
 use std::sync::Arc;
 
@@ -26,8 +26,9 @@ pub const HOLD_EXPIRED: &str = "EvictionHoldExpired";
 pub struct Eviction<'a> {
     /// The pod, as read for the signal.
     pub pod: &'a Pod,
-    /// Its Deployment, cached, and its key.
+    /// Its Deployment, cached.
     pub deployment: Deployment,
+    /// The Deployment's key.
     pub key: &'a ObjectKey,
     /// The PDBs covering it, cached.
     pub pdbs: &'a [PodDisruptionBudget],
