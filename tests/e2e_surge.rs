@@ -72,6 +72,7 @@ async fn a_blocked_drain_completes_on_real_kubernetes_and_the_deployment_reverts
         .filter(completed)
         .filter(|e| e["userAgent"].as_str().is_some_and(|a| a.starts_with(PRODUCT_AGENT)))
         .filter(|e| e["objectRef"]["resource"] == "deployments" && e["verb"] == "patch")
+        .filter(|e| e["responseStatus"]["code"] != 409)
         .collect();
     let summary: Vec<String> = product_writes
         .iter()
@@ -82,6 +83,9 @@ async fn a_blocked_drain_completes_on_real_kubernetes_and_the_deployment_reverts
             )
         })
         .collect();
+    // A conflict (a guarded write that lost to the deployment controller) is re-read and
+    // decided again; the writes that took effect are the surge and the revert.
+    assert_eq!(env.deployment_write_codes("demo", "web"), [200, 200], "{summary:#?}");
     assert_eq!(product_writes.len(), 2, "one surge, one revert: {summary:#?}");
     let (surge, revert) = (product_writes[0], product_writes[1]);
     assert_eq!(surge["requestObject"]["spec"]["replicas"], 2, "{surge}");

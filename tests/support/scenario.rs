@@ -58,10 +58,31 @@ impl Env {
             .collect()
     }
 
-    /// The answer codes of [`Self::deployment_writes`], in order: `[200, 200]` is one surge and
-    /// one revert with nothing refused.
+    /// The answer codes of [`Self::deployment_writes`], in order, conflicts left out: `[200, 200]`
+    /// is one surge and one revert with nothing refused. A 409 is a write guarded by the
+    /// resourceVersion the product had just read that lost to another writer (on a real cluster
+    /// mostly the deployment controller's status update after a pod came or went); the product
+    /// re-reads and decides again. Each one left out is checked to have such a write to lose
+    /// against between the product's writes before and after it (the audit log is in order of
+    /// completion): a conflict nobody caused fails the test.
     pub fn deployment_write_codes(&self, namespace: &str, name: &str) -> Vec<u16> {
-        self.deployment_writes(namespace, name).iter().map(|r| r.code).collect()
+        let requests = self.requests();
+        let others: Vec<u64> = requests
+            .iter()
+            .filter(|r| r.resource == "deployments" && r.namespace == namespace && r.name == name)
+            .filter(|r| r.is_write() && r.succeeded() && !r.user_agent.starts_with(PRODUCT_AGENT))
+            .map(|r| r.seq)
+            .collect();
+        let ours = self.deployment_writes(namespace, name);
+        for (i, write) in ours.iter().enumerate().filter(|(_, w)| w.code == 409) {
+            let after = i.checked_sub(1).map_or(0, |p| ours[p].seq);
+            let before = ours.get(i + 1).map_or(u64::MAX, |n| n.seq);
+            assert!(
+                others.iter().any(|seq| (after..before).contains(seq)),
+                "a conflict without another writer's write to lose against: {write:?} in {ours:?}"
+            );
+        }
+        ours.iter().map(|r| r.code).filter(|code| *code != 409).collect()
     }
 
     /// Product writes to any workload or autoscaler (Deployments, HPAs, ScaledObjects).
