@@ -178,22 +178,22 @@ pub fn min_replicas_to_open(spec: &PodDisruptionBudgetSpec) -> Result<Option<i32
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn int(n: i32) -> IntOrString {
+    pub(crate) fn int(n: i32) -> IntOrString {
         IntOrString::Int(n)
     }
 
-    fn text(s: &str) -> IntOrString {
+    pub(crate) fn text(s: &str) -> IntOrString {
         IntOrString::String(s.to_owned())
     }
 
-    fn min_available(v: IntOrString) -> PodDisruptionBudgetSpec {
+    pub(crate) fn min_available(v: IntOrString) -> PodDisruptionBudgetSpec {
         PodDisruptionBudgetSpec { min_available: Some(v), ..Default::default() }
     }
 
-    fn max_unavailable(v: IntOrString) -> PodDisruptionBudgetSpec {
+    pub(crate) fn max_unavailable(v: IntOrString) -> PodDisruptionBudgetSpec {
         PodDisruptionBudgetSpec { max_unavailable: Some(v), ..Default::default() }
     }
 
