@@ -5,6 +5,7 @@ use std::{net::IpAddr, path::PathBuf, process::ExitCode, sync::Arc};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use eviction_autoscaler_controller::audit;
 use eviction_autoscaler_controller::cleanup::{OwnObject, ProductDeployment};
 use eviction_autoscaler_shared::config::{Config, LogFormat, SettingsArgs};
 
@@ -34,6 +35,10 @@ enum Command {
     /// `ownedBy: EvictionAutoScaler` and remove the EvictionAutoScaler objects. Idempotent.
     /// Stop the product first (or let --stop-deployment do it): a running one recreates its PDBs.
     Cleanup(CleanupArgs),
+    /// Will a drain stall? Every PodDisruptionBudget that blocks one, why, and whether
+    /// eviction-autoscaler's surge opens it; per node, what a drain now would stall on.
+    /// Read-only. Exit code 0: every drain would complete; 1: some would stall; 2: error.
+    Audit(AuditArgs),
     /// Print the version.
     Version,
 }
@@ -58,6 +63,36 @@ struct CleanupArgs {
 }
 
 #[derive(clap::Args, Debug)]
+struct AuditArgs {
+    /// Every namespace.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    all_namespaces: bool,
+    /// One namespace (default: the current context's namespace).
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// Only this node's drain.
+    #[arg(long, value_name = "NODE")]
+    node: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = AuditOutput::Table)]
+    output: AuditOutput,
+    /// The installed product's ConfigMap (its settings: scope, zero-surge override).
+    #[arg(long, value_name = "NAMESPACE/NAME", default_value = audit::INSTALLED_CONFIG_MAP)]
+    config_map: audit::ConfigMapName,
+    /// Print the JSON Schema of `-o json` and exit.
+    #[arg(long, exclusive = true)]
+    schema: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum AuditOutput {
+    /// Aligned columns for people.
+    Table,
+    /// JSON for scripts, in the shape `--schema` prints.
+    Json,
+}
+
+#[derive(clap::Args, Debug)]
 struct CertsArgs {
     /// Directory to write ca.crt, tls.crt and tls.key into (created if missing).
     #[arg(long, value_name = "DIR")]
@@ -73,6 +108,7 @@ struct CertsArgs {
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     let result = match command {
+        Command::Audit(args) => return audit(args),
         Command::Run(args) => load_config(&args).and_then(|(config, file)| {
             // The file is followed for changes; flags and environment keep their values.
             let follow = args.config.clone().zip(file).map(|(path, text)| (args, path, text));
@@ -132,6 +168,43 @@ fn cleanup(
         println!("{}", report.summary());
         Ok(())
     })
+}
+
+/// `audit`: exit code 0 when every drain would complete, 1 when some would stall, 2 on errors.
+fn audit(args: AuditArgs) -> ExitCode {
+    use audit::{Scope, render};
+    if args.schema {
+        print!("{}", render::SCHEMA);
+        return ExitCode::SUCCESS;
+    }
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                let client = client_as(http::HeaderValue::from_static(AUDIT_AGENT)).await?;
+                let scope = match (args.all_namespaces, args.namespace) {
+                    (true, _) => Scope::All,
+                    (false, Some(namespace)) => Scope::Namespace(namespace),
+                    (false, None) => Scope::Namespace(client.default_namespace().to_owned()),
+                };
+                Ok(audit::run(client, scope, args.node.as_deref(), &args.config_map).await?)
+            })
+        });
+    match result {
+        Ok(audit) => {
+            match args.output {
+                AuditOutput::Table => print!("{}", render::table(&audit)),
+                AuditOutput::Json => println!("{}", render::json(&audit)),
+            }
+            if audit.report.drains_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        }
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Reads the `--config` file (if any) and resolves every setting; a bad value stops here.
@@ -307,13 +380,21 @@ async fn serve(config: Arc<Config>, follow: Option<FollowedFile>) -> anyhow::Res
 /// A client from KUBECONFIG / ~/.kube/config / in-cluster, as kube-rs finds it, that names
 /// itself and its pod in every request (so audit logs show which replica wrote what).
 async fn kube_client() -> anyhow::Result<kube::Client> {
+    let pod = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
+    client_as(user_agent(pod.as_deref())).await
+}
+
+/// A client like [`kube_client`] sending `agent` as its User-Agent.
+async fn client_as(agent: http::HeaderValue) -> anyhow::Result<kube::Client> {
     let mut config = kube::Config::infer()
         .await
         .context("cannot find the cluster (KUBECONFIG, ~/.kube/config or in-cluster config)")?;
-    let pod = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
-    config.headers.push((http::header::USER_AGENT, user_agent(pod.as_deref())));
+    config.headers.push((http::header::USER_AGENT, agent));
     kube::Client::try_from(config).context("cannot build a Kubernetes client")
 }
+
+/// The audit's User-Agent: not the product's, so nobody takes its reads for the controller's.
+const AUDIT_AGENT: &str = concat!("eviction-autoscaler-audit/", env!("CARGO_PKG_VERSION"));
 
 /// `eviction-autoscaler/<version> (<pod>)`, as kubectl's `kubectl/<version> (<os>/<arch>)`;
 /// without the pod part when there is no pod name or it is not a valid header value.

@@ -196,3 +196,27 @@ fn a_go_floor_mutation_setting_is_accepted_and_said_not_to_be_honoured() {
     let out = run(&["run"], &[no_cluster[0], ("ENABLE_PDB_FLOOR_MUTATION", "false")]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("not honoured"));
 }
+
+#[test]
+fn audit_prints_its_schema_and_refuses_bad_arguments_with_exit_code_two() {
+    let out = run(&["audit", "--schema"], &[]);
+    assert!(out.status.success());
+    let schema: Value = serde_json::from_slice(&out.stdout).expect("the schema is JSON");
+    assert_eq!(schema["title"], "eviction-autoscaler audit -o json");
+
+    for (args, named) in [
+        (&["audit", "-o", "yaml"][..], "yaml"),
+        (&["audit", "-A", "-n", "apps"][..], "--namespace"),
+        (&["audit", "--config-map", "eviction-autoscaler-config"][..], "NAMESPACE/NAME"),
+    ] {
+        let out = run(args, &[("KUBECONFIG", "/nonexistent")]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(named), "{args:?} names {named}: {stderr}");
+    }
+    // No cluster to reach: an error (2), never "would stall" (1).
+    let out = run(&["audit", "-A"], &[("KUBECONFIG", "/nonexistent"), ("HOME", "/nonexistent")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: ") && !stderr.contains("panicked"), "{stderr}");
+}

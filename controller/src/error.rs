@@ -26,6 +26,18 @@ pub enum Error {
         /// Why.
         why: String,
     },
+    /// `audit`: a read it needs was refused or failed; the API server's message names the verb
+    /// and resource (a 403 says which permission is missing).
+    #[error("{what} failed: {}", message(api_error))]
+    Read {
+        /// The read, e.g. `list pods`.
+        what: String,
+        /// The API error.
+        api_error: kube::Error,
+    },
+    /// `audit`: the product's settings cannot be used, or the node asked for is not there.
+    #[error("{0}")]
+    Settings(String),
     /// A background task of the controller stopped unexpectedly.
     #[error("controller task {0} stopped unexpectedly")]
     TaskStopped(&'static str),
@@ -49,6 +61,7 @@ impl Error {
             Error::TimedOut(_) => "timeout",
             Error::TaskStopped(_) => "task_stopped",
             Error::Step { .. } | Error::ProductNotStopped { .. } => "cleanup_step",
+            Error::Read { .. } | Error::Settings(_) => "audit",
         }
     }
 

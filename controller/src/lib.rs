@@ -6,6 +6,7 @@
 //! * [`Controller`]: the entry point `main` wires (see README.md).
 
 pub mod adopt;
+pub mod audit;
 pub mod cleanup;
 pub mod displaced;
 pub mod eas;

@@ -30,7 +30,7 @@ use crate::runtime::surge_reconciler::write_patch;
 use crate::surge::Write;
 use crate::surge::scaler::Scaler;
 use crate::surge::state::{SurgeState, clear_edits};
-pub use stop::{OwnObject, ProductDeployment};
+pub use stop::{OwnObject, ProductDeployment, namespaced_name};
 
 pub mod plan;
 mod stop;

@@ -26,6 +26,16 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often the pods are listed meanwhile.
 const POLL: Duration = Duration::from_secs(1);
 
+/// `NAMESPACE/NAME` split in two; the error shows `example`.
+pub fn namespaced_name(text: &str, example: &str) -> Result<(String, String), String> {
+    match text.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((namespace.to_owned(), name.to_owned()))
+        }
+        _ => Err(format!("expected NAMESPACE/NAME (e.g. {example}), got {text:?}")),
+    }
+}
+
 /// The product's own Deployment, as `--stop-deployment` names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProductDeployment {
@@ -37,14 +47,8 @@ impl std::str::FromStr for ProductDeployment {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.split_once('/') {
-            Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() && !name.contains('/') => {
-                Ok(Self { namespace: namespace.to_owned(), name: name.to_owned() })
-            }
-            _ => Err(format!(
-                "expected NAMESPACE/NAME (e.g. eviction-autoscaler/eviction-autoscaler), got {text:?}"
-            )),
-        }
+        let (namespace, name) = namespaced_name(text, "eviction-autoscaler/eviction-autoscaler")?;
+        Ok(Self { namespace, name })
     }
 }
 

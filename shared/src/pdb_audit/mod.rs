@@ -1,7 +1,6 @@
 //! What a PodDisruptionBudget does to a drain, and whether our surge gets the drain through.
-//! One judgement meant for two readers, neither built yet: a read-only `audit` command that
-//! answers "will my next drain stall?" before an upgrade, and the controller's metrics
-//! (`eviction_autoscaler_pdbs{class}`, `eviction_autoscaler_drain_blockers{reason}`).
+//! One judgement for the read-only `audit` command, which answers "will my next drain
+//! stall?" before an upgrade (and, not built yet, for the controller's metrics of the same).
 //! [`surge_opens`] applies the surge decision's own rules (`resolve_max_surge`,
 //! `min_replicas_to_open`, `surge_target`), so the audit cannot promise what the surge won't do.
 //!
