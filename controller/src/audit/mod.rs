@@ -20,6 +20,7 @@ use crate::error::{Error, is_not_found};
 
 pub mod render;
 pub mod report;
+pub mod room;
 
 /// Where the product's settings live in a shipped install (`deploy/`, the chart).
 pub const INSTALLED_CONFIG_MAP: &str = "eviction-autoscaler/eviction-autoscaler-config";

@@ -3,8 +3,8 @@
 //! would stall on. The judgement itself is [`eviction_autoscaler_shared::pdb_audit`]; this
 //! module finds each PDB's pods, their owner and the settings that apply. Pods of a kind the
 //! audit does not list (a Job, a ReplicaSet of its own) count their pods as its scale; the
-//! HPA KEDA generates is not read as an autoscaler's maximum; the room for surge pods is not
-//! estimated.
+//! HPA KEDA generates is not read as an autoscaler's maximum; the room for surge pods is
+//! [`room`]'s estimate.
 
 use std::collections::BTreeMap;
 
@@ -16,9 +16,10 @@ use eviction_autoscaler_shared::scope::{namespace_scope, surge_enabled};
 use eviction_autoscaler_shared::selector;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodSpec};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 
+use super::room;
 use crate::displaced::{drain_pending, is_displaceable, is_running, owning_deployment};
 use crate::surge::scaler;
 
@@ -102,12 +103,14 @@ fn show((kind, name): &(String, String)) -> String {
     if name.is_empty() { kind.clone() } else { format!("{kind}/{name}") }
 }
 
-/// The owner of a PDB's pods as a surge sees it.
+/// The owner of a PDB's pods as a surge sees it, with the room for its surge pods off the
+/// node being drained (`draining`), if any.
 fn owner_of<'a>(
     cluster: &Cluster<'a>,
     config: &Config,
     namespace: &str,
     controllers: &[(String, String)],
+    draining: Option<&str>,
 ) -> Owner<'a> {
     match controllers {
         [] => Owner::None,
@@ -117,7 +120,7 @@ fn owner_of<'a>(
                 d.metadata.namespace.as_deref() == Some(namespace) && d.metadata.name.as_deref() == Some(name)
             });
             match found {
-                Some(deployment) => Owner::Deployment(deployment_view(cluster, config, deployment)),
+                Some(deployment) => Owner::Deployment(deployment_view(cluster, config, deployment, draining)),
                 None => Owner::Other(format!("Deployment {name} (not found)")),
             }
         }
@@ -163,6 +166,7 @@ fn deployment_view<'a>(
     cluster: &Cluster<'a>,
     config: &Config,
     deployment: &'a Deployment,
+    draining: Option<&str>,
 ) -> DeploymentView<'a> {
     let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
     let ns_annotations = cluster
@@ -190,7 +194,13 @@ fn deployment_view<'a>(
         )
         .enabled,
         surge_enabled: surge_enabled(deployment.metadata.annotations.as_ref()).enabled,
-        room_estimate: None,
+        room_estimate: Some(room::room(
+            cluster.nodes,
+            cluster.pods,
+            deployment.spec.as_ref().and_then(|s| s.template.spec.as_ref()).unwrap_or(&PodSpec::default()),
+            &config.drain_taints,
+            draining,
+        )),
     }
 }
 
@@ -258,12 +268,12 @@ pub fn report(cluster: &Cluster, config: &Config) -> Report {
                 classify(SelectedBudget { spec: &spec, pods: &selected, controller_scale })
                     .map_err(|e| e.to_string())
             });
-            let owner = owner_of(cluster, config, namespace, &controllers);
+            let owner = owner_of(cluster, config, namespace, &controllers, None);
             Judged { pdb, spec, pods, controllers, owner, class }
         })
         .collect();
-    let surge = |j: &Judged, displaced: i32| match &j.class {
-        Ok(class) => surge_opens(class, &j.spec, &j.owner, displaced, config.zero_surge_override.as_ref()),
+    let surge = |j: &Judged, owner: &Owner, displaced: i32| match &j.class {
+        Ok(class) => surge_opens(class, &j.spec, owner, displaced, config.zero_surge_override.as_ref()),
         Err(_) => Ok(()),
     };
     let pdbs = judged
@@ -275,7 +285,7 @@ pub fn report(cluster: &Cluster, config: &Config) -> Report {
             disruptions_allowed: j.pdb.status.as_ref().map_or(0, |s| s.disruptions_allowed),
             pods: j.pods.iter().filter_map(|p| p.metadata.name.clone()).collect(),
             owner: j.controllers.iter().map(show).collect::<Vec<_>>().join(","),
-            surge: surge(j, 1),
+            surge: surge(j, &j.owner, 1),
         })
         .collect();
     let nodes = cluster
@@ -301,7 +311,9 @@ pub fn report(cluster: &Cluster, config: &Config) -> Report {
                     }
                 }
                 let pdb = key(j.pdb.metadata.namespace.as_ref(), j.pdb.metadata.name.as_ref());
-                if surge(j, i32::try_from(here.len()).unwrap_or(i32::MAX)).is_ok() {
+                let namespace = j.pdb.metadata.namespace.as_deref().unwrap_or_default();
+                let owner = owner_of(cluster, config, namespace, &j.controllers, Some(&report.name));
+                if surge(j, &owner, i32::try_from(here.len()).unwrap_or(i32::MAX)).is_ok() {
                     report.opened_by_surge.push(pdb.clone());
                 }
                 report.pdbs.push(pdb);

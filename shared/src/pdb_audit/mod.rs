@@ -275,8 +275,9 @@ pub fn surge_opens(
         };
         return Err(SurgeBlocker::TooSmall { needed, reachable, fix });
     }
-    // The budget opens once the pods up to `needed` are Ready; the rest of the surge may wait.
-    let wanted = needed - baseline;
+    // The budget opens once the pods up to `needed` are Ready (the rest of the surge may
+    // wait), and a closed budget needs at least one new pod, whatever is not Ready now.
+    let wanted = (needed - baseline).max(1);
     match deployment.room_estimate {
         Some(room) if room < wanted => Err(SurgeBlocker::NoRoom { room, wanted }),
         _ => Ok(()),

@@ -236,3 +236,28 @@ fn a_selector_that_cannot_be_read_is_reported_not_judged() {
     assert!(err.starts_with("spec.selector: "), "{err}");
     assert!(err.contains("Near"), "{err}");
 }
+
+#[test]
+fn a_surge_with_no_room_left_on_the_other_nodes_is_no_help() {
+    let mut world = World::new();
+    // Each node's pod slots all taken.
+    for node in &mut world.nodes {
+        let name = node.metadata.name.clone();
+        let here =
+            world.pods.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.clone()) == name).count();
+        *node = object(
+            json!({"metadata": {"name": name}, "status": {"allocatable": {"pods": here.to_string()}}}),
+        );
+    }
+    let report = world.report();
+    assert_eq!(by_name(&report, "apps", "single").surge, Err(SurgeBlocker::NoRoom { room: 0, wanted: 1 }));
+    assert!(report.nodes.iter().all(|n| n.opened_by_surge.is_empty()), "{:#?}", report.nodes);
+
+    // One free slot on node-2: the PDB-wide answer and node-1's drain find it; node-2's own
+    // drain cannot use it.
+    world.nodes[1] =
+        object(json!({"metadata": {"name": "node-2"}, "status": {"allocatable": {"pods": "100"}}}));
+    let report = world.report();
+    assert_eq!(by_name(&report, "apps", "single").surge, Ok(()));
+    assert!(report.nodes[0].opened_by_surge.contains(&"apps/single".to_owned()), "{:#?}", report.nodes);
+}
