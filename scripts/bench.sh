@@ -9,3 +9,5 @@ echo "== memory of one replica at cluster scale on the real control plane (sizes
 scripts/bench_memory.sh
 echo "== drain time and signal -> scale latency on the real control plane"
 cargo bench --bench drain
+echo "== audit at scale: eviction-autoscaler audit -A vs kubectl get on a seeded bare apiserver"
+cargo bench --bench audit

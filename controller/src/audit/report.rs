@@ -6,7 +6,7 @@
 //! HPA KEDA generates is not read as an autoscaler's maximum; the room for surge pods is
 //! [`room`]'s estimate.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use eviction_autoscaler_shared::config::Config;
 use eviction_autoscaler_shared::pdb_audit::{
@@ -18,6 +18,7 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, PodSpec};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::room;
 use crate::displaced::{drain_pending, is_displaceable, is_running, owning_deployment};
@@ -103,104 +104,132 @@ fn show((kind, name): &(String, String)) -> String {
     if name.is_empty() { kind.clone() } else { format!("{kind}/{name}") }
 }
 
-/// The owner of a PDB's pods as a surge sees it, with the room for its surge pods off the
-/// node being drained (`draining`), if any.
-fn owner_of<'a>(
-    cluster: &Cluster<'a>,
-    config: &Config,
-    namespace: &str,
-    controllers: &[(String, String)],
-    draining: Option<&str>,
-) -> Owner<'a> {
-    match controllers {
-        [] => Owner::None,
-        [(kind, _)] if kind == "none" => Owner::None,
-        [(kind, name)] if kind == "Deployment" => {
-            let found = cluster.deployments.iter().find(|d| {
-                d.metadata.namespace.as_deref() == Some(namespace) && d.metadata.name.as_deref() == Some(name)
-            });
-            match found {
-                Some(deployment) => Owner::Deployment(deployment_view(cluster, config, deployment, draining)),
-                None => Owner::Other(format!("Deployment {name} (not found)")),
+/// The cluster indexed once: every lookup the report makes is a map read, so an audit of
+/// 10,000 Deployments and 50,000 pods stays linear in the objects.
+struct Index<'a> {
+    config: &'a Config,
+    namespaces: HashMap<&'a str, &'a Namespace>,
+    deployments: HashMap<(&'a str, &'a str), &'a Deployment>,
+    stateful_sets: HashMap<(&'a str, &'a str), &'a StatefulSet>,
+    /// Per namespace (what `scaler::detect` reads).
+    hpas: HashMap<&'a str, Vec<HorizontalPodAutoscaler>>,
+    /// Running pods per namespace.
+    running: HashMap<&'a str, Vec<&'a Pod>>,
+    capacity: room::Capacity,
+}
+
+fn ns_name(meta: &ObjectMeta) -> (&str, &str) {
+    (meta.namespace.as_deref().unwrap_or_default(), meta.name.as_deref().unwrap_or_default())
+}
+
+impl<'a> Index<'a> {
+    fn new(cluster: &Cluster<'a>, config: &'a Config) -> Self {
+        let mut hpas: HashMap<&str, Vec<HorizontalPodAutoscaler>> = HashMap::new();
+        for hpa in cluster.hpas {
+            hpas.entry(ns_name(&hpa.metadata).0).or_default().push(hpa.clone());
+        }
+        let mut running: HashMap<&str, Vec<&Pod>> = HashMap::new();
+        for pod in cluster.pods.iter().filter(|p| is_running(p)) {
+            running.entry(ns_name(&pod.metadata).0).or_default().push(pod);
+        }
+        Index {
+            config,
+            namespaces: cluster.namespaces.iter().map(|n| (ns_name(&n.metadata).1, n)).collect(),
+            deployments: cluster.deployments.iter().map(|d| (ns_name(&d.metadata), d)).collect(),
+            stateful_sets: cluster.stateful_sets.iter().map(|s| (ns_name(&s.metadata), s)).collect(),
+            hpas,
+            running,
+            capacity: room::Capacity::new(cluster.nodes, cluster.pods, &config.drain_taints),
+        }
+    }
+
+    /// The running pods `pdb` selects (a null selector selects nothing).
+    fn selected(&self, pdb: &PodDisruptionBudget) -> Result<Vec<&'a Pod>, String> {
+        let Some(selector) = pdb.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        let empty = BTreeMap::new();
+        let mut pods = Vec::new();
+        for pod in self.running.get(ns_name(&pdb.metadata).0).into_iter().flatten() {
+            let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+            if selector::matches(selector, labels).map_err(|e| format!("spec.selector: {e}"))? {
+                pods.push(*pod);
             }
         }
-        [(kind, _)] => Owner::Other(kind.clone()),
-        several => Owner::Several(several.iter().map(show).collect()),
+        Ok(pods)
     }
-}
 
-/// Σ `spec.replicas` over the distinct controllers, as the disruption controller's
-/// `getExpectedScale`; a kind the audit does not list counts its pods.
-fn controller_scale(
-    cluster: &Cluster,
-    namespace: &str,
-    controllers: &[(String, String)],
-    pods: &[&Pod],
-) -> i32 {
-    let in_ns = |meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, name: &str| {
-        meta.namespace.as_deref() == Some(namespace) && meta.name.as_deref() == Some(name)
-    };
-    controllers
-        .iter()
-        .map(|(kind, name)| match kind.as_str() {
-            "none" => 0,
-            "Deployment" => cluster
-                .deployments
-                .iter()
-                .find(|d| in_ns(&d.metadata, name))
-                .map_or(0, |d| d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)),
-            "StatefulSet" => cluster
-                .stateful_sets
-                .iter()
-                .find(|s| in_ns(&s.metadata, name))
-                .map_or(0, |s| s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)),
-            _ => i32::try_from(
-                pods.iter().filter(|p| controller_of(p) == (kind.clone(), name.clone())).count(),
+    /// The owner of a PDB's pods as a surge sees it, with the room for its surge pods off the
+    /// node being drained (`draining`), if any.
+    fn owner_of(
+        &self,
+        namespace: &str,
+        controllers: &[(String, String)],
+        draining: Option<&str>,
+    ) -> Owner<'a> {
+        match controllers {
+            [] => Owner::None,
+            [(kind, _)] if kind == "none" => Owner::None,
+            [(kind, name)] if kind == "Deployment" => match self.deployments.get(&(namespace, name.as_str()))
+            {
+                Some(deployment) => Owner::Deployment(self.deployment_view(deployment, draining)),
+                None => Owner::Other(format!("Deployment {name} (not found)")),
+            },
+            [(kind, _)] => Owner::Other(kind.clone()),
+            several => Owner::Several(several.iter().map(show).collect()),
+        }
+    }
+
+    /// Σ `spec.replicas` over the distinct controllers, as the disruption controller's
+    /// `getExpectedScale`; a kind the audit does not list counts its pods.
+    fn controller_scale(&self, namespace: &str, controllers: &[(String, String)], pods: &[&Pod]) -> i32 {
+        controllers
+            .iter()
+            .map(|(kind, name)| match kind.as_str() {
+                "none" => 0,
+                "Deployment" => self
+                    .deployments
+                    .get(&(namespace, name.as_str()))
+                    .map_or(0, |d| d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)),
+                "StatefulSet" => self
+                    .stateful_sets
+                    .get(&(namespace, name.as_str()))
+                    .map_or(0, |s| s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)),
+                _ => {
+                    let count =
+                        pods.iter().filter(|p| controller_of(p) == (kind.clone(), name.clone())).count();
+                    i32::try_from(count).unwrap_or(i32::MAX)
+                }
+            })
+            .sum()
+    }
+
+    fn deployment_view(&self, deployment: &'a Deployment, draining: Option<&str>) -> DeploymentView<'a> {
+        let (namespace, name) = ns_name(&deployment.metadata);
+        let ns_annotations = self.namespaces.get(namespace).and_then(|n| n.metadata.annotations.as_ref());
+        let hpas = self.hpas.get(namespace).map_or(&[][..], Vec::as_slice);
+        // Several autoscalers on one Deployment stop the surge too; the audit then shows its replicas.
+        let (baseline, autoscaler_max) = match scaler::detect(deployment, hpas, &[]) {
+            Ok(scaler) => (scaler.value(), scaler.max()),
+            Err(_) => (deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1), None),
+        };
+        let config = self.config;
+        let template = deployment.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        DeploymentView {
+            name,
+            strategy: deployment.spec.as_ref().and_then(|s| s.strategy.as_ref()),
+            baseline,
+            autoscaler_max,
+            in_scope: namespace_scope(
+                namespace,
+                ns_annotations,
+                &config.actioned_namespaces,
+                config.enabled_by_default,
             )
-            .unwrap_or(i32::MAX),
-        })
-        .sum()
-}
-
-fn deployment_view<'a>(
-    cluster: &Cluster<'a>,
-    config: &Config,
-    deployment: &'a Deployment,
-    draining: Option<&str>,
-) -> DeploymentView<'a> {
-    let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
-    let ns_annotations = cluster
-        .namespaces
-        .iter()
-        .find(|n| n.metadata.name.as_deref() == Some(namespace))
-        .and_then(|n| n.metadata.annotations.as_ref());
-    let hpas: Vec<HorizontalPodAutoscaler> =
-        cluster.hpas.iter().filter(|h| h.metadata.namespace.as_deref() == Some(namespace)).cloned().collect();
-    // Several autoscalers on one Deployment stop the surge too; the audit then shows its replicas.
-    let (baseline, autoscaler_max) = match scaler::detect(deployment, &hpas, &[]) {
-        Ok(scaler) => (scaler.value(), scaler.max()),
-        Err(_) => (deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1), None),
-    };
-    DeploymentView {
-        name: deployment.metadata.name.as_deref().unwrap_or_default(),
-        strategy: deployment.spec.as_ref().and_then(|s| s.strategy.as_ref()),
-        baseline,
-        autoscaler_max,
-        in_scope: namespace_scope(
-            namespace,
-            ns_annotations,
-            &config.actioned_namespaces,
-            config.enabled_by_default,
-        )
-        .enabled,
-        surge_enabled: surge_enabled(deployment.metadata.annotations.as_ref()).enabled,
-        room_estimate: Some(room::room(
-            cluster.nodes,
-            cluster.pods,
-            deployment.spec.as_ref().and_then(|s| s.template.spec.as_ref()).unwrap_or(&PodSpec::default()),
-            &config.drain_taints,
-            draining,
-        )),
+            .enabled,
+            surge_enabled: surge_enabled(deployment.metadata.annotations.as_ref()).enabled,
+            room_estimate: Some(self.capacity.room(template.unwrap_or(&PodSpec::default()), draining)),
+        }
     }
 }
 
@@ -216,31 +245,15 @@ struct Judged<'a> {
     class: Result<PdbClass, String>,
 }
 
-/// The running pods `pdb` selects (a null selector selects nothing).
-fn selected<'a>(pdb: &PodDisruptionBudget, running: &[&'a Pod]) -> Result<Vec<&'a Pod>, String> {
-    let Some(selector) = pdb.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
-        return Ok(Vec::new());
-    };
-    let empty = BTreeMap::new();
-    let mut pods = Vec::new();
-    for pod in running.iter().filter(|p| p.metadata.namespace == pdb.metadata.namespace) {
-        let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
-        if selector::matches(selector, labels).map_err(|e| format!("spec.selector: {e}"))? {
-            pods.push(*pod);
-        }
-    }
-    Ok(pods)
-}
-
 fn pod_key(pod: &Pod) -> String {
     key(pod.metadata.namespace.as_ref(), pod.metadata.name.as_ref())
 }
 
 /// The report for `cluster` under the product's `config`.
 pub fn report(cluster: &Cluster, config: &Config) -> Report {
-    let running: Vec<&Pod> = cluster.pods.iter().filter(|p| is_running(p)).collect();
-    let selections: Vec<_> = cluster.pdbs.iter().map(|pdb| selected(pdb, &running)).collect();
-    let mut budgets_per_pod: BTreeMap<String, usize> = BTreeMap::new();
+    let index = Index::new(cluster, config);
+    let selections: Vec<_> = cluster.pdbs.iter().map(|pdb| index.selected(pdb)).collect();
+    let mut budgets_per_pod: HashMap<String, usize> = HashMap::new();
     for pod in selections.iter().flatten().flatten() {
         *budgets_per_pod.entry(pod_key(pod)).or_default() += 1;
     }
@@ -249,7 +262,7 @@ pub fn report(cluster: &Cluster, config: &Config) -> Report {
         .iter()
         .zip(selections)
         .map(|(pdb, selection)| {
-            let namespace = pdb.metadata.namespace.as_deref().unwrap_or_default();
+            let namespace = ns_name(&pdb.metadata).0;
             let spec = pdb.spec.clone().unwrap_or_default();
             let pods = selection.clone().unwrap_or_default();
             let mut controllers: Vec<_> = pods.iter().map(|p| controller_of(p)).collect();
@@ -263,12 +276,12 @@ pub fn report(cluster: &Cluster, config: &Config) -> Report {
                     budgets: budgets_per_pod.get(&pod_key(p)).copied().unwrap_or(1),
                 })
                 .collect();
-            let controller_scale = controller_scale(cluster, namespace, &controllers, &pods);
+            let controller_scale = index.controller_scale(namespace, &controllers, &pods);
             let class = selection.and_then(|_| {
                 classify(SelectedBudget { spec: &spec, pods: &selected, controller_scale })
                     .map_err(|e| e.to_string())
             });
-            let owner = owner_of(cluster, config, namespace, &controllers, None);
+            let owner = index.owner_of(namespace, &controllers, None);
             Judged { pdb, spec, pods, controllers, owner, class }
         })
         .collect();
@@ -288,22 +301,26 @@ pub fn report(cluster: &Cluster, config: &Config) -> Report {
             surge: surge(j, &j.owner, 1),
         })
         .collect();
+    // Per node, the blocking PDBs (in report order) with their pods a drain of it would evict.
+    let mut on_node: HashMap<&str, Vec<(&Judged, Vec<&Pod>)>> = HashMap::new();
+    for j in judged.iter().filter(|j| j.class.as_ref().is_ok_and(PdbClass::blocks_drain)) {
+        let mut by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+        for pod in j.pods.iter().filter(|p| drain_pending(p)) {
+            if let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+                by_node.entry(node).or_default().push(pod);
+            }
+        }
+        for (node, pods) in by_node {
+            on_node.entry(node).or_default().push((j, pods));
+        }
+    }
     let nodes = cluster
         .nodes
         .iter()
         .map(|node| {
             let name = node.metadata.name.clone().unwrap_or_default();
             let mut report = NodeReport { name, ..NodeReport::default() };
-            for j in judged.iter().filter(|j| j.class.as_ref().is_ok_and(PdbClass::blocks_drain)) {
-                let here: Vec<&&Pod> = j
-                    .pods
-                    .iter()
-                    .filter(|p| drain_pending(p))
-                    .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()) == Some(&report.name))
-                    .collect();
-                if here.is_empty() {
-                    continue;
-                }
+            for (j, here) in on_node.get(report.name.as_str()).into_iter().flatten() {
                 for pod in here.iter().map(|p| pod_key(p)) {
                     // A pod under two PDBs is one pod to stall on.
                     if !report.stalled_pods.contains(&pod) {
@@ -311,8 +328,7 @@ pub fn report(cluster: &Cluster, config: &Config) -> Report {
                     }
                 }
                 let pdb = key(j.pdb.metadata.namespace.as_ref(), j.pdb.metadata.name.as_ref());
-                let namespace = j.pdb.metadata.namespace.as_deref().unwrap_or_default();
-                let owner = owner_of(cluster, config, namespace, &j.controllers, Some(&report.name));
+                let owner = index.owner_of(ns_name(&j.pdb.metadata).0, &j.controllers, Some(&report.name));
                 if surge(j, &owner, i32::try_from(here.len()).unwrap_or(i32::MAX)).is_ok() {
                     report.opened_by_surge.push(pdb.clone());
                 }

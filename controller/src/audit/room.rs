@@ -2,7 +2,7 @@
 //! requests and allocatable, labelled as such wherever it is shown. Not a scheduler
 //! simulation: taints, affinity, topology spread, host ports and volumes are not looked at.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -69,46 +69,64 @@ fn requests(spec: &PodSpec) -> Amounts {
         .fold(sum, |a, b| Amounts { cpu: a.cpu.max(b.cpu), memory: a.memory.max(b.memory) })
 }
 
-/// How many pods of `template` fit on the nodes a surge pod may go to — not cordoned, not
-/// draining (`drain_taints`), not `excluded` (the node being drained) — given the pods already
-/// there. Saturates at `i32::MAX`.
-pub fn room(
-    nodes: &[Node],
-    pods: &[Pod],
-    template: &PodSpec,
-    drain_taints: &[String],
-    excluded: Option<&str>,
-) -> i32 {
-    let wanted = requests(template);
-    let mut total: f64 = 0.0;
-    for node in nodes.iter().filter(|n| !is_draining(n, drain_taints)) {
-        let name = node.metadata.name.as_deref();
-        if name.is_none() || name == excluded {
-            continue;
+/// What is left on each node a surge pod may go to — not cordoned, not draining
+/// (`drain_taints`) — given the pods already there, worked out once.
+#[derive(Clone, Debug, Default)]
+pub struct Capacity {
+    nodes: Vec<Free>,
+}
+
+#[derive(Clone, Debug)]
+struct Free {
+    name: String,
+    pods: f64,
+    left: Amounts,
+}
+
+impl Capacity {
+    pub fn new(nodes: &[Node], pods: &[Pod], drain_taints: &[String]) -> Self {
+        let mut used: HashMap<&str, (f64, Amounts)> = HashMap::new();
+        for pod in pods {
+            let finished =
+                matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"));
+            let Some(spec) = pod.spec.as_ref().filter(|_| !finished) else { continue };
+            let Some(node) = spec.node_name.as_deref() else { continue };
+            let (count, amounts) = used.entry(node).or_default();
+            let wanted = requests(spec);
+            *count += 1.0;
+            *amounts = Amounts { cpu: amounts.cpu + wanted.cpu, memory: amounts.memory + wanted.memory };
         }
-        let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
-        let capacity = amounts(allocatable);
-        let max_pods = allocatable.and_then(|a| a.get("pods")).and_then(|q| quantity(&q.0)).unwrap_or(110.0);
-        let here: Vec<&Pod> = pods
+        let nodes = nodes
             .iter()
-            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == name)
-            .filter(|p| {
-                !matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"))
+            .filter(|n| !is_draining(n, drain_taints))
+            .filter_map(|node| {
+                let name = node.metadata.name.clone()?;
+                let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+                let capacity = amounts(allocatable);
+                let max_pods =
+                    allocatable.and_then(|a| a.get("pods")).and_then(|q| quantity(&q.0)).unwrap_or(110.0);
+                let (count, taken) = used.get(name.as_str()).copied().unwrap_or_default();
+                let left = Amounts { cpu: capacity.cpu - taken.cpu, memory: capacity.memory - taken.memory };
+                Some(Free { name, pods: max_pods - count, left })
             })
             .collect();
-        let used = here
-            .iter()
-            .filter_map(|p| p.spec.as_ref())
-            .map(requests)
-            .fold(Amounts::default(), |a, b| Amounts { cpu: a.cpu + b.cpu, memory: a.memory + b.memory });
-        let by = |free: f64, each: f64| if each > 0.0 { (free / each).floor() } else { f64::INFINITY };
-        let fits = (max_pods - here.len() as f64)
-            .min(by(capacity.cpu - used.cpu, wanted.cpu))
-            .min(by(capacity.memory - used.memory, wanted.memory))
-            .max(0.0);
-        total += fits;
+        Capacity { nodes }
     }
-    if total >= f64::from(i32::MAX) { i32::MAX } else { total as i32 }
+
+    /// How many pods of `template` fit, leaving out `excluded` (the node being drained).
+    /// Saturates at `i32::MAX`.
+    pub fn room(&self, template: &PodSpec, excluded: Option<&str>) -> i32 {
+        let wanted = requests(template);
+        let by = |free: f64, each: f64| if each > 0.0 { (free / each).floor() } else { f64::INFINITY };
+        let total: f64 = self
+            .nodes
+            .iter()
+            .filter(|n| Some(n.name.as_str()) != excluded)
+            .map(|n| n.pods.min(by(n.left.cpu, wanted.cpu)).min(by(n.left.memory, wanted.memory)).max(0.0))
+            .sum();
+        // `as` saturates a float; the bound keeps the sum of many nodes from wrapping.
+        total.min(f64::from(i32::MAX)) as i32
+    }
 }
 
 #[cfg(test)]
@@ -171,14 +189,15 @@ mod tests {
         ];
         let pods = [pod_on("a", "1500m", "1Gi"), pod_on("b", "1", "1Gi"), pod_on("b", "1", "1Gi")];
         // a: 0.5 CPU left → 1 pod of 500m; b: CPU for 4 but one pod slot left; cordoned: none.
-        assert_eq!(room(&nodes, &pods, &template("500m", "1Gi"), &taints, None), 2);
+        let capacity = Capacity::new(&nodes, &pods, &taints);
+        assert_eq!(capacity.room(&template("500m", "1Gi"), None), 2);
         // Memory binds: a has 3Gi left, b 6Gi but one slot.
-        assert_eq!(room(&nodes, &pods, &template("10m", "2Gi"), &taints, None), 2);
+        assert_eq!(capacity.room(&template("10m", "2Gi"), None), 2);
         // The node being drained is not counted.
-        assert_eq!(room(&nodes, &pods, &template("500m", "1Gi"), &taints, Some("b")), 1);
+        assert_eq!(capacity.room(&template("500m", "1Gi"), Some("b")), 1);
         // Nothing requested: the pod slots bind.
-        assert_eq!(room(&nodes, &pods, &PodSpec::default(), &taints, Some("a")), 1);
+        assert_eq!(capacity.room(&PodSpec::default(), Some("a")), 1);
         // Too big for any node.
-        assert_eq!(room(&nodes, &pods, &template("3", "1Gi"), &taints, None), 0);
+        assert_eq!(capacity.room(&template("3", "1Gi"), None), 0);
     }
 }
