@@ -136,14 +136,77 @@ const READS: [(&str, &str); 9] = [
 ];
 
 /// The Deployments, each named for its case: `(namespace, name, replicas)`.
-const DEPLOYMENTS: [(&str, &str, i32); 6] = [
+const DEPLOYMENTS: [(&str, &str, i32); 11] = [
     ("apps", "single", 1),
     ("apps", "recreate", 1),
     ("apps", "twin", 2),
     ("apps", "wide", 2),
     ("apps", "pair", 2),
+    ("apps", "optout", 1),
+    ("apps", "scales", 2),
+    ("apps", "capped", 1),
+    ("apps", "left", 1),
+    ("apps", "right", 1),
     ("legacy", "quiet", 1),
 ];
+
+/// The cases beyond one Deployment, one PDB: a bare pod under a PDB, a PDB over two
+/// Deployments, an HPA at its maximum, a Deployment opted out of surges.
+async fn odd_cases(env: &Env) {
+    let lonely = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "lonely", "namespace": "apps", "labels": {"app": "lonely"}},
+        "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]}
+    });
+    env.apply(&lonely.to_string()).await;
+    env.apply(&pdb("apps", "lonely", "lonely", json!({"maxUnavailable": 1}))).await;
+    let both = json!({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "both", "namespace": "apps"},
+        "spec": {"minAvailable": 2, "selector": {"matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["left", "right"]}]}}
+    });
+    env.apply(&both.to_string()).await;
+    let hpa = json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "capped", "namespace": "apps"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "capped"},
+                 "minReplicas": 1, "maxReplicas": 1}
+    });
+    env.apply(&hpa.to_string()).await;
+    env.kubectl_ok(&[
+        "annotate",
+        "deployment",
+        "-n",
+        "apps",
+        "optout",
+        "eviction-autoscaler.azure.com/surge=false",
+    ])
+    .await;
+    wait_for("the bare pod Ready", Duration::from_secs(60), || async {
+        let pod = env.get(&["pod", "-n", "apps", "lonely"]).await?;
+        let conditions = pod["status"]["conditions"].as_array()?.clone();
+        conditions.iter().any(|c| c["type"] == "Ready" && c["status"] == "True").then_some(())
+    })
+    .await;
+}
+
+/// What the audit told the operator to change for [`odd_cases`], one change each.
+async fn fix_odd_cases(env: &Env) {
+    env.kubectl_ok(&["delete", "pdb", "-n", "apps", "lonely", "both"]).await;
+    env.kubectl_ok(&["delete", "pod", "-n", "apps", "lonely"]).await;
+    env.kubectl_ok(&["patch", "hpa", "-n", "apps", "capped", "-p", r#"{"spec":{"maxReplicas":3}}"#]).await;
+    env.kubectl_ok(&[
+        "annotate",
+        "deployment",
+        "-n",
+        "apps",
+        "optout",
+        "eviction-autoscaler.azure.com/surge-",
+    ])
+    .await;
+    env.kubectl_ok(&["patch", "pdb", "-n", "apps", "scales", "-p", r#"{"spec":{"maxUnavailable":1}}"#]).await;
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_names_each_blocker_and_its_fix_and_passes_once_they_are_fixed() {
@@ -170,11 +233,15 @@ async fn the_audit_names_each_blocker_and_its_fix_and_passes_once_they_are_fixed
         ("apps", "db", "db"),
         ("apps", "pair", "pair"),
         ("apps", "nothing", "absent"),
+        ("apps", "optout", "optout"),
+        ("apps", "capped", "capped"),
         ("legacy", "quiet", "quiet"),
     ] {
         env.apply(&pdb(ns, name, app, min1())).await;
     }
     env.apply(&pdb("apps", "wide", "wide", json!({"maxUnavailable": 1}))).await;
+    env.apply(&pdb("apps", "scales", "scales", json!({"maxUnavailable": 0}))).await;
+    odd_cases(&env).await;
     for (ns, name, replicas) in DEPLOYMENTS {
         env.wait_ready(ns, name, i64::from(replicas)).await;
     }
@@ -201,10 +268,15 @@ async fn the_audit_names_each_blocker_and_its_fix_and_passes_once_they_are_fixed
     let settings = doc["settings"].as_str().unwrap();
     assert!(settings.contains("not installed") && settings.contains("kube-system"), "{settings}");
     let want = [
+        ("apps/both", "blocks_all", "several_owners"),
+        ("apps/capped", "blocks_all", "surge_too_small"),
         ("apps/db", "blocks_all", "not_a_deployment"),
+        ("apps/lonely", "blocks_all", "no_owner"),
         ("apps/nothing", "no_effect", "-"),
+        ("apps/optout", "blocks_all", "opted_out"),
         ("apps/pair", "unhealthy", "opens"),
         ("apps/recreate", "blocks_all", "cannot_surge"),
+        ("apps/scales", "blocks_all", "budget_scales"),
         ("apps/single", "blocks_all", "opens"),
         ("apps/twin-a", "overlapping", "overlapping"),
         ("apps/twin-b", "overlapping", "overlapping"),
@@ -235,9 +307,14 @@ async fn the_audit_names_each_blocker_and_its_fix_and_passes_once_they_are_fixed
     stalled_on.sort();
     stalled_on.dedup();
     let blocking = [
+        "apps/both",
+        "apps/capped",
         "apps/db",
+        "apps/lonely",
+        "apps/optout",
         "apps/pair",
         "apps/recreate",
+        "apps/scales",
         "apps/single",
         "apps/twin-a",
         "apps/twin-b",
@@ -282,6 +359,7 @@ async fn the_audit_names_each_blocker_and_its_fix_and_passes_once_they_are_fixed
     // The fixes the audit named; the settings from an installed ConfigMap.
     set_strategy(&env, "apps", "recreate", r#"{"spec":{"strategy":{"type":"RollingUpdate"}}}"#).await;
     env.kubectl_ok(&["delete", "pdb", "-n", "apps", "twin-b", "db"]).await;
+    fix_odd_cases(&env).await;
     let config_map = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "eviction-autoscaler-config", "namespace": "eviction-autoscaler"},
