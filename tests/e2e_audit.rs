@@ -322,6 +322,18 @@ async fn the_audit_names_each_blocker_and_its_fix_and_passes_once_they_are_fixed
     ];
     assert_eq!(stalled_on, blocking, "the nodes name every blocking PDB: {doc:#}");
 
+    // One node's drain.
+    let (code, out, _) = audit(&env, &env.kubeconfig(), &["-A", "--node", "node-2", "-o", "json"]).await;
+    let one: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(one["nodes"].as_array().map(Vec::len), Some(1), "{one:#}");
+    assert_eq!(one["nodes"][0]["name"], "node-2");
+    // The exit code speaks for that node alone.
+    let stalls = one["nodes"][0]["completes"] == false;
+    assert_eq!((code, one["drainsComplete"] == false), (i32::from(stalls), stalls), "{one:#}");
+    let (code, _, err) = audit(&env, &env.kubeconfig(), &["-A", "--node", "node-9"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("node node-9 not found"), "{err}");
+
     // As a kubectl plugin, found on PATH by kubectl's own rules.
     let plugins = env.dir.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
