@@ -62,7 +62,8 @@ pub struct Settings {
     pub config: Config,
 }
 
-/// An Event the seed's query (`disruption|evict|drain`) finds.
+/// An Event the AKS troubleshooting guide's query for PDB-related drain failures
+/// (`disruption|evict|drain`) finds.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RecentEvent {
@@ -192,7 +193,7 @@ pub async fn run(
     Ok(Audit { settings, report, events: recent_events(&events) })
 }
 
-/// The Events the seed's query finds (`disruption|evict|drain` in reason or message, any
+/// The Events that query finds (`disruption|evict|drain` in reason or message, any
 /// case), newest first, at most [`RECENT_EVENTS`].
 pub fn recent_events(events: &[Event]) -> Vec<RecentEvent> {
     let mut found: Vec<_> = events
@@ -231,4 +232,40 @@ pub fn recent_events(events: &[Event]) -> Vec<RecentEvent> {
     let mut found: Vec<RecentEvent> = found.into_iter().map(|(_, event)| event).collect();
     found.truncate(RECENT_EVENTS);
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(name: &str, reason: &str, message: &str, time: &str) -> Event {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "apps"},
+            "involvedObject": {"kind": "Deployment", "name": "web"},
+            "reason": reason, "message": message, "lastTimestamp": time
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn recent_events_are_the_drain_related_ones_newest_first_at_most_twenty() {
+        let mut events = vec![
+            event("a", "SurgeStarted", "2 pod(s) displaced by a drain", "2026-12-07T10:00:00Z"),
+            event("b", "Scheduled", "Successfully assigned apps/web-1 to node-2", "2026-12-07T11:00:00Z"),
+            event("c", "EvictionHoldExpired", "held 10 s", "2026-12-07T12:00:00Z"),
+            event("d", "Warning", "PodDisruptionBudget blocks it", "2026-12-07T09:00:00Z"),
+        ];
+        let found = recent_events(&events);
+        let reasons: Vec<&str> = found.iter().map(|e| e.reason.as_str()).collect();
+        assert_eq!(reasons, ["EvictionHoldExpired", "SurgeStarted", "Warning"]);
+        assert_eq!(found[0].object, "Deployment/web");
+        assert_eq!(found[0].time, "2026-12-07T12:00:00Z");
+
+        events.extend((0..30).map(|i| event("x", "Evicted", "", &format!("2026-12-08T00:00:{i:02}Z"))));
+        let found = recent_events(&events);
+        assert_eq!(found.len(), RECENT_EVENTS);
+        assert_eq!(found[0].time, "2026-12-08T00:00:29Z");
+    }
 }

@@ -224,3 +224,21 @@ pub fn table(audit: &Audit) -> String {
     let _ = writeln!(out, "\n{verdict}");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up_and_the_last_one_is_not_padded() {
+        let rows = vec![
+            vec!["PDB".to_owned(), "CLASS".to_owned(), "DETAIL".to_owned()],
+            vec!["apps/single".to_owned(), "blocks_all".to_owned(), "our surge opens it".to_owned()],
+            vec!["a/b".to_owned(), "ok".to_owned(), String::new()],
+        ];
+        assert_eq!(
+            columns(&rows),
+            "PDB          CLASS       DETAIL\napps/single  blocks_all  our surge opens it\na/b          ok\n"
+        );
+    }
+}
