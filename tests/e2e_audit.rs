@@ -174,15 +174,7 @@ async fn odd_cases(env: &Env) {
                  "minReplicas": 1, "maxReplicas": 1}
     });
     env.apply(&hpa.to_string()).await;
-    env.kubectl_ok(&[
-        "annotate",
-        "deployment",
-        "-n",
-        "apps",
-        "optout",
-        "eviction-autoscaler.azure.com/surge=false",
-    ])
-    .await;
+    annotate_optout(env, "eviction-autoscaler.azure.com/surge=false").await;
     wait_for("the bare pod Ready", Duration::from_secs(60), || async {
         let pod = env.get(&["pod", "-n", "apps", "lonely"]).await?;
         let conditions = pod["status"]["conditions"].as_array()?.clone();
@@ -191,20 +183,17 @@ async fn odd_cases(env: &Env) {
     .await;
 }
 
+/// Sets (`key=value`) or removes (`key-`) an annotation of Deployment `apps/optout`.
+async fn annotate_optout(env: &Env, change: &str) {
+    env.kubectl_ok(&["annotate", "deployment", "-n", "apps", "optout", change]).await;
+}
+
 /// What the audit told the operator to change for [`odd_cases`], one change each.
 async fn fix_odd_cases(env: &Env) {
     env.kubectl_ok(&["delete", "pdb", "-n", "apps", "lonely", "both"]).await;
     env.kubectl_ok(&["delete", "pod", "-n", "apps", "lonely"]).await;
     env.kubectl_ok(&["patch", "hpa", "-n", "apps", "capped", "-p", r#"{"spec":{"maxReplicas":3}}"#]).await;
-    env.kubectl_ok(&[
-        "annotate",
-        "deployment",
-        "-n",
-        "apps",
-        "optout",
-        "eviction-autoscaler.azure.com/surge-",
-    ])
-    .await;
+    annotate_optout(env, "eviction-autoscaler.azure.com/surge-").await;
     env.kubectl_ok(&["patch", "pdb", "-n", "apps", "scales", "-p", r#"{"spec":{"maxUnavailable":1}}"#]).await;
 }
 
