@@ -300,10 +300,31 @@ fn whether_our_surge_opens_it_and_why_not() {
 
 #[test]
 fn each_reason_says_what_to_change() {
+    let every = [
+        SurgeBlocker::Overlapping,
+        SurgeBlocker::NoOwner,
+        SurgeBlocker::NotADeployment("StatefulSet".into()),
+        SurgeBlocker::SeveralOwners(vec!["Deployment/a".into(), "Deployment/b".into()]),
+        SurgeBlocker::NotInScope,
+        SurgeBlocker::OptedOut("web".into()),
+        SurgeBlocker::CannotSurge(SurgeError::Unsupported { cause: "strategy is Recreate".into() }),
+        SurgeBlocker::BudgetScales,
+        SurgeBlocker::TooSmall { needed: 4, reachable: 3, fix: "raise maxSurge" },
+        SurgeBlocker::NoRoom { room: 0, wanted: 1 },
+    ];
+    // InvalidBudget is left out: it names the field and what is wrong with its value.
+    let verbs = ["keep", "run", "relax", "give", "annotate", "remove", "set", "raise", "add"];
+    for reason in &every {
+        let text = reason.to_string();
+        let fix = text.rsplit("; ").next().unwrap_or_default();
+        assert!(text.contains("; ") && verbs.iter().any(|v| fix.starts_with(v)), "{text}");
+    }
+    let mut labels: Vec<&str> = every.iter().map(SurgeBlocker::reason).collect();
+    labels.sort_unstable();
+    labels.dedup();
+    assert_eq!(labels.len(), every.len(), "one metric label per reason");
     let opted_out = SurgeBlocker::OptedOut("web".into()).to_string();
     assert!(opted_out.contains("eviction-autoscaler.azure.com/surge"), "{opted_out}");
     let scope = SurgeBlocker::NotInScope.to_string();
     assert!(scope.contains("eviction-autoscaler.azure.com/enable: \"true\""), "{scope}");
-    let small = SurgeBlocker::TooSmall { needed: 4, reachable: 3, fix: "raise maxSurge" }.to_string();
-    assert_eq!(small, "it opens at 4 replicas but a surge may reach 3; raise maxSurge");
 }
