@@ -24,7 +24,7 @@ use super::kube::write::{RateLimit, WriteGate, writer};
 use super::metrics::Metrics;
 use super::pdb_reconciler::memory::PdbMemory;
 use super::queue::{ObjectKey, WorkQueue};
-use super::surge_reconciler::memory::{StatusWrites, SurgeMemory};
+use super::surge_reconciler::memory::{AcceptedEvictions, StatusWrites, SurgeMemory};
 
 /// The work queues, one per reconciler, each drained on the Lease holder by its own bounded
 /// loop (`runtime::drain`).
@@ -69,6 +69,8 @@ pub struct Context {
     pub nodes: DrainingNodes,
     /// The surge reconciler's memory of each Deployment.
     pub surges: SurgeMemory,
+    /// Pods whose eviction the API accepted, kept a little longer than their PDBs list them.
+    pub accepted_evictions: AcceptedEvictions,
     /// EvictionAutoScaler statuses the surge reconciler wrote.
     pub statuses: StatusWrites,
     /// The default-PDB reconciler's memory.
@@ -122,6 +124,7 @@ impl Context {
             synced: AtomicBool::new(false),
             nodes: DrainingNodes::default(),
             surges: SurgeMemory::default(),
+            accepted_evictions: AcceptedEvictions::default(),
             statuses: StatusWrites::default(),
             default_pdbs: PdbMemory::default(),
             eas_writes: Recent::new(EAS_WRITE_EVERY),

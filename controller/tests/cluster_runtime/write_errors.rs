@@ -1,6 +1,6 @@
 //! Write failures made for real: a 409 — another writer changes the Deployment while the
-//! surge write is being admitted — is answered by re-reading the Deployment and writing once
-//! more; a 403 (an admission policy fixing replicas) leaves the EAS `Degraded` with
+//! surge write (decided from the caches) is being admitted — is answered by re-reading the
+//! Deployment and its PDB and writing once more; a 403 (an admission policy fixing replicas) leaves the EAS `Degraded` with
 //! `SurgeForbidden` and no hot loop of writes.
 
 use std::sync::Arc;
@@ -68,6 +68,15 @@ async fn a_conflict_is_answered_by_re_reading_and_writing_again() {
         [("patch".to_owned(), 409), ("get".to_owned(), 200), ("patch".to_owned(), 200)],
         "the refused write is followed by a re-read, then one accepted write: {on_web:?}"
     );
+    // The first write was decided from the caches; after losing, the budget is read afresh too.
+    let patches: Vec<usize> = (0..requests.len())
+        .filter(|&i| requests[i].resource == "deployments" && requests[i].verb == "patch")
+        .collect();
+    let reads = |range: std::ops::Range<usize>, resource: &str| {
+        requests[range].iter().filter(|r| r.resource == resource && r.verb == "get").count()
+    };
+    assert_eq!(reads(0..patches[0], "poddisruptionbudgets"), 0, "the first write read nothing afresh");
+    assert_eq!(reads(patches[0]..patches[1], "poddisruptionbudgets"), 1, "the PDB re-read after the 409");
 }
 
 #[tokio::test]

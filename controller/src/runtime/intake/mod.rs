@@ -203,11 +203,13 @@ pub fn on_deployment(ctx: &Arc<Context>, event: &Event<CachedDeployment>) {
     schedule(ctx, affected::by_deployment(event, &ctx.caches));
 }
 
-/// PDB events: held evictions let through as its budget opens; what they make due
+/// PDB events: held evictions let through as its budget opens; its evicted pods remembered;
+/// what they make due
 /// ([`affected::by_pdb`]).
 pub fn on_pdb(ctx: &Arc<Context>, event: &Event<PodDisruptionBudget>) {
     if let Event::Apply(pdb) | Event::InitApply(pdb) = event {
         ctx.holds.pdb_changed(pdb);
+        ctx.accepted_evictions.saw(pdb, tokio::time::Instant::now());
     }
     schedule(ctx, affected::by_pdb(event, &ctx.caches));
 }

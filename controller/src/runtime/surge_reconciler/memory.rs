@@ -5,14 +5,16 @@
 //! Intake records signals; an evaluation reads a [`Recalled`] copy (observing changes
 //! nothing) and the reconciler records its result.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 
 use eviction_autoscaler_shared::crd::EvictionAutoScalerStatus;
 use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::displaced::SignaledPod;
+use crate::displaced::{SignaledPod, accepted_evictions};
 use crate::runtime::queue::ObjectKey;
 
 /// One Deployment's memory.
@@ -37,6 +39,9 @@ struct Entry {
     /// When a surge last ended by `--max-hold`: pods left on a forgotten cordon no longer
     /// count as displaced (only new evictions do), or it would surge and expire forever.
     expired_at: Option<Timestamp>,
+    /// Our last write lost to another writer (409): the caches were behind, so the next
+    /// evaluation decides from fresh reads.
+    conflicted: bool,
 }
 
 impl Entry {
@@ -50,6 +55,7 @@ impl Entry {
             && !self.surged
             && !self.overdue
             && self.expired_at.is_none()
+            && !self.conflicted
     }
 
     fn paused_until(&self, now: Timestamp) -> Option<Timestamp> {
@@ -193,9 +199,21 @@ impl SurgeMemory {
         self.with(key, |m| m.first_trigger.take())
     }
 
+    /// Our write to `key` was refused with 409: decide from fresh reads next time.
+    pub fn conflicted(&self, key: &ObjectKey) {
+        self.with(key, |m| m.conflicted = true);
+    }
+
+    /// Whether the last write to `key` lost to another writer and no evaluation has
+    /// completed since.
+    pub fn after_conflict(&self, key: &ObjectKey) -> bool {
+        self.0.lock().get(key).is_some_and(|m| m.conflicted)
+    }
+
     /// Keeps an evaluation's result, and drops what no longer holds at `now`.
     pub fn evaluated(&self, key: &ObjectKey, result: Evaluated, now: Timestamp, horizon: SignedDuration) {
         self.with(key, |m| {
+            m.conflicted = false;
             m.signals.retain(|s| now.duration_since(s.at) <= horizon);
             if m.paused_until(now).is_none() {
                 m.forbidden = None;
@@ -239,6 +257,43 @@ impl SurgeMemory {
     /// Deployments surged at their last evaluation.
     pub fn surged_keys(&self) -> Vec<ObjectKey> {
         self.0.lock().iter().filter(|(_, m)| m.surged).map(|(k, _)| k.clone()).collect()
+    }
+}
+
+/// How long a pod seen in a PDB's `disruptedPods` still counts as evicted: longer than a
+/// draining node's pod listing is reused (2 s) plus the moments an evaluation takes.
+const ACCEPTED_FOR: Duration = Duration::from_secs(10);
+
+/// Pods whose eviction the API accepted, by namespace, as the PDB watch showed them. The
+/// disruption controller drops a pod from `disruptedPods` once it is terminating, and a node's
+/// pod listing taken a moment before the eviction still shows it Running: remembered here, such
+/// a pod is not counted as displaced (a surge decided from the caches would surge for nothing).
+#[derive(Debug, Default)]
+pub struct AcceptedEvictions(Mutex<HashMap<(String, String), Instant>>);
+
+impl AcceptedEvictions {
+    /// Records the pods `pdb`'s status lists as evicted, seen at `now`.
+    pub fn saw(&self, pdb: &PodDisruptionBudget, now: Instant) {
+        let Some(namespace) = pdb.metadata.namespace.as_deref() else { return };
+        let evicted = accepted_evictions(std::slice::from_ref(pdb));
+        let mut seen = self.0.lock();
+        if evicted.is_empty() && seen.is_empty() {
+            return; // the common case, a PDB nobody is evicting from
+        }
+        seen.retain(|_, at| now.duration_since(*at) < ACCEPTED_FOR);
+        for pod in evicted {
+            seen.insert((namespace.to_owned(), pod), now);
+        }
+    }
+
+    /// The pods of `namespace` seen evicted within the last [`ACCEPTED_FOR`].
+    pub fn in_namespace(&self, namespace: &str, now: Instant) -> BTreeSet<String> {
+        self.0
+            .lock()
+            .iter()
+            .filter(|((ns, _), at)| ns == namespace && now.duration_since(**at) < ACCEPTED_FOR)
+            .map(|((_, pod), _)| pod.clone())
+            .collect()
     }
 }
 
@@ -293,6 +348,37 @@ impl StatusWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_accepted_eviction_outlives_the_budget_listing_it_for_a_while() {
+        use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let pdb = |namespace: &str, disrupted: &[&str]| {
+            let mut pdb = PodDisruptionBudget::default();
+            pdb.metadata.namespace = Some(namespace.into());
+            pdb.status = Some(PodDisruptionBudgetStatus {
+                disrupted_pods: Some(
+                    disrupted.iter().map(|p| ((*p).to_owned(), Time(Timestamp::UNIX_EPOCH))).collect(),
+                ),
+                ..Default::default()
+            });
+            pdb
+        };
+        let accepted = AcceptedEvictions::default();
+        let t0 = Instant::now();
+        accepted.saw(&pdb("apps", &["web-a"]), t0);
+        // The disruption controller drops the pod once it is terminating: still evicted.
+        accepted.saw(&pdb("apps", &[]), t0 + Duration::from_secs(1));
+        assert_eq!(
+            accepted.in_namespace("apps", t0 + Duration::from_secs(2)),
+            BTreeSet::from(["web-a".into()])
+        );
+        assert!(accepted.in_namespace("other", t0 + Duration::from_secs(2)).is_empty(), "by namespace");
+        // Past any listing that could still show it Running: forgotten, and dropped.
+        assert!(accepted.in_namespace("apps", t0 + ACCEPTED_FOR).is_empty());
+        accepted.saw(&pdb("other", &["db-0"]), t0 + ACCEPTED_FOR);
+        assert_eq!(accepted.0.lock().len(), 1, "only what is still remembered is kept");
+    }
 
     fn key() -> ObjectKey {
         ("ns".into(), "web".into())

@@ -117,7 +117,9 @@ pub async fn observe(
     let window = ctx.config().signal_window;
     let mut recalled = ctx.surges.recall(key, now, signal_horizon(ctx), !draining.is_empty());
     let current = current_signals(ctx, namespace, &on_draining, &recalled.signals, now).await?;
-    let evicted = accepted_evictions(&pdbs);
+    // Evictions after the node listings were taken: the budgets list them, or listed them.
+    let mut evicted = accepted_evictions(&pdbs);
+    evicted.extend(ctx.accepted_evictions.in_namespace(namespace, tokio::time::Instant::now()));
     let trigger = ctx.config().surge_trigger;
     let mut displacement = displacement(&on_draining, &current, &evicted, trigger, window, now);
     if let Some(expired_at) = recalled.expired_at.filter(|_| !surge_active) {

@@ -1,5 +1,6 @@
-//! Evaluating one Deployment: observe, plan, re-read what the write touches and plan again,
-//! write once, then publish Events and EAS status. Runs on the Lease holder only.
+//! Evaluating one Deployment: observe, plan, write once, then publish Events and EAS status. A
+//! surge is decided from the caches; a revert (and a surge after a 409) re-reads what it
+//! touches and plans again first. Runs on the Lease holder only.
 
 use std::sync::Arc;
 
@@ -41,12 +42,10 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &ObjectKey) -> Result<Option<Tim
     }
     let mut plan = surge::plan(&observed, &ctx.config(), now);
     let mut deployment_read = false;
-    if matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged) {
-        // Surging rests on pods listed up to NODE_PODS_TTL ago and on cached PDBs; a budget
-        // that just closed because kubectl's eviction went through would otherwise count the
-        // evicted pod as still displaced and surge for nothing. Re-read the PDBs (with the
-        // Deployment the write touches), then its pods: listed after the PDBs were read, a
-        // pod whose eviction the budget no longer lists is seen gone.
+    if scales_up(&plan) && ctx.surges.after_conflict(key) {
+        // Our last write lost to another writer: the caches were behind. Decide again from
+        // fresh reads: the PDBs (with the Deployment the write touches), then its pods, listed
+        // after the PDBs were read, so a pod whose eviction the budget no longer lists is seen gone.
         let (pdbs, deployment) = tokio::try_join!(read_pdbs(ctx, &key.0, &pdbs), read_deployment(ctx, key))?;
         let own_pods = read_own_pods(ctx, &deployment).await?;
         (observed, recalled) = observe(ctx, key, deployment, pdbs, own_pods.as_deref(), now).await?;
@@ -55,8 +54,11 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &ObjectKey) -> Result<Option<Tim
     }
     record_overdue(ctx, key, &observed, &plan, now);
     if plan.write.is_some() {
-        // Never write from a trimmed cache copy: re-read what the write touches, decide again.
-        if !deployment_read {
+        // A surge is decided from the caches, where a drain waits on it, and written on the
+        // cached resourceVersion: the merge patch carries only the replicas and our
+        // annotations, and a Deployment changed since fails it with 409. Other writes are
+        // planned again on the Deployment read afresh. An autoscaler's is always read afresh.
+        if !deployment_read && !scales_up(&plan) {
             observed.deployment = read_deployment(ctx, key).await?;
         }
         refresh_autoscalers(ctx, key, &mut observed).await?;
@@ -67,6 +69,7 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &ObjectKey) -> Result<Option<Tim
             Ok(()) => record_action(ctx, key, &plan),
             Err(e) if error::is_conflict(&e) => {
                 debug!("conflict on write; re-reading");
+                ctx.surges.conflicted(key);
                 ctx.queues.deployments.schedule_now_in(Lane::Urgent, key.clone());
                 return Ok(None);
             }
@@ -124,6 +127,11 @@ pub async fn reconcile(ctx: &Arc<Context>, key: &ObjectKey) -> Result<Option<Tim
         (Some(next), Some(end)) => Some(next.min(end)),
         (next, end) => next.or(end),
     })
+}
+
+/// Whether `plan` raises the replicas: decided from the caches unless the last write lost.
+fn scales_up(plan: &Plan) -> bool {
+    matches!(plan.outcome, Outcome::Started | Outcome::SteppedUp | Outcome::Resurged)
 }
 
 /// A surge up (or being reverted) although its last signal is older than max-hold plus a
