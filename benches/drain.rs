@@ -1,6 +1,7 @@
 //! Drain time, writes per surge and signal → scale latency on the real control plane (issue 19;
 //! figures in BENCHMARKS.md, "drain"). Run by hand: `cargo bench --bench drain` (`RUNS`;
-//! `K` and `D` size the two scenarios, `SCENARIO=pinned|parallel` runs one of them). Kwok
+//! `K` and `D` size the two scenarios, `SCENARIO=pinned|parallel` runs one of them,
+//! `PRODUCT_BIN` another build of the product to compare with). Kwok
 //! nodes run pods Ready 1 s after they are scheduled (tests/cluster/kwok-stages.sh); the
 //! product (release) runs with `--cooldown=5s` and otherwise its defaults.
 //!
@@ -19,6 +20,9 @@
 //!   long until every Deployment is back to 3 without surge annotations, writes per
 //!   Deployment, and the latency histogram.
 //!
+//! Both also report the latency as the audit log shows it: per Deployment, from the first
+//! timed cordon to the product's first PATCH of it, as the apiserver received them.
+//!
 //! With `E2E_KEEP_DIRS=1` the control plane's audit log stays; `scripts/drain_timeline.py
 //! AUDIT_LOG protected` then shows where a pinned drain's time went, step by step.
 
@@ -28,6 +32,11 @@ use e2e_support::{ClusterShape, Env, PRODUCT_AGENT, deployment, namespace, pdb, 
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
+
+/// The product binary: `PRODUCT_BIN` (another build, to compare side by side), else this one.
+fn product() -> String {
+    std::env::var("PRODUCT_BIN").unwrap_or_else(|_| BIN.to_owned())
+}
 
 fn setting(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -128,6 +137,43 @@ fn latency(metrics: &str) -> (String, String, u64) {
     (ms(p50), ms(p99), surges)
 }
 
+/// The latency from the audit log: for each Deployment of `namespace`, from the cordon of the
+/// first of `nodes` (each node's last PATCH by kubectl, which is its drain's cordon) to the
+/// product's first Deployment PATCH after it, as the apiserver received both. p50, p99 and max
+/// (nearest rank), as table cells.
+fn audit_latency(env: &Env, namespace: &str, nodes: &[&str]) -> String {
+    let at = |r: &e2e_support::Request| r.timestamp.parse::<jiff::Timestamp>().expect("RFC 3339 timestamp");
+    let requests = env.requests();
+    let cordon = nodes
+        .iter()
+        .filter_map(|node| {
+            requests.iter().rfind(|r| {
+                r.resource == "nodes"
+                    && r.name == *node
+                    && r.verb == "patch"
+                    && r.user_agent.starts_with("kubectl")
+            })
+        })
+        .map(at)
+        .min()
+        .expect("the drains' cordons in the audit log");
+    let mut first_patch: std::collections::BTreeMap<&str, jiff::Timestamp> = Default::default();
+    for r in requests
+        .iter()
+        .filter(|r| r.resource == "deployments" && r.verb == "patch" && r.namespace == namespace)
+    {
+        if r.user_agent.starts_with(PRODUCT_AGENT) && at(r) >= cordon {
+            first_patch.entry(r.name.as_str()).or_insert(at(r));
+        }
+    }
+    let mut ms: Vec<f64> =
+        first_patch.values().map(|t| t.duration_since(cordon).as_secs_f64() * 1000.0).collect();
+    ms.sort_by(f64::total_cmp);
+    let rank =
+        |q: f64| ms.get(((q * ms.len() as f64).ceil() as usize).max(1) - 1).copied().unwrap_or(f64::NAN);
+    format!("{:.0} / {:.0} / {:.0} ms", rank(0.5), rank(0.99), ms.last().copied().unwrap_or(f64::NAN))
+}
+
 /// `q`-quantile of a Prometheus histogram `name` in `text`: the upper bound of the first
 /// bucket holding it (a bound, not an interpolation), and the count.
 fn quantile(text: &str, name: &str, q: f64) -> (Option<f64>, u64) {
@@ -151,9 +197,9 @@ async fn main() {
     if scenario != "parallel" {
         let k = setting("K", 50);
         println!(
-            "| run | K | drain, no PDB | drain, PDB minAvailable 1 | difference | evictions refused | Deployment writes | EAS status writes | writes in `plain` | surges | latency p50 ≤ | p99 ≤ |"
+            "| run | K | drain, no PDB | drain, PDB minAvailable 1 | difference | evictions refused | Deployment writes | EAS status writes | writes in `plain` | surges | latency p50 ≤ | p99 ≤ | cordon → PATCH p50 / p99 / max |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for run in 1..=runs {
             pinned(run, k).await;
         }
@@ -161,9 +207,9 @@ async fn main() {
     if scenario != "pinned" {
         let d = setting("D", 100);
         println!(
-            "| run | D | 3 drains at once | evictions refused | highest replicas written | all reverted after | Deployment writes | EAS status writes | surges | latency p50 ≤ | p99 ≤ |"
+            "| run | D | 3 drains at once | evictions refused (per Deployment) | highest replicas written | all reverted after | Deployment writes | EAS status writes | surges | latency p50 ≤ | p99 ≤ | cordon → PATCH p50 / p99 / max |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for run in 1..=runs {
             parallel(run, d).await;
         }
@@ -173,7 +219,7 @@ async fn main() {
 /// One run of the `pinned` scenario (module documentation), as a table row.
 async fn pinned(run: usize, k: usize) {
     // node-3 may end up with every pod: the plain ones, the surge pods and their replacements.
-    let mut env = Env::start(BIN, ClusterShape { nodes: 3, pods_per_node: 3 * k + 10 }).await;
+    let mut env = Env::start(product(), ClusterShape { nodes: 3, pods_per_node: 3 * k + 10 }).await;
     env.start_product(&["--actioned-namespaces=protected,plain", "--pdb-create=false", "--cooldown=5s"])
         .await;
     env.apply(&namespace("protected", &[])).await;
@@ -217,16 +263,17 @@ async fn pinned(run: usize, k: usize) {
     let (deployments, statuses) = per_deployment(before.0, writes_in(&env, "protected"), k);
     let plain_writes = writes_in(&env, "plain")[3] - before.1[3];
     println!(
-        "| {run} | {k} | {:.1} s | {:.1} s | {:.1} s | {refused} | {deployments} | {statuses} | {plain_writes} | {surges} | {p50} | {p99} |",
+        "| {run} | {k} | {:.1} s | {:.1} s | {:.1} s | {refused} | {deployments} | {statuses} | {plain_writes} | {surges} | {p50} | {p99} | {} |",
         plain.as_secs_f64(),
         protected.as_secs_f64(),
         protected.as_secs_f64() - plain.as_secs_f64(),
+        audit_latency(&env, "protected", &["node-1"]),
     );
 }
 
 /// One run of the `parallel` scenario (module documentation), as a table row.
 async fn parallel(run: usize, d: usize) {
-    let mut env = Env::start(BIN, ClusterShape { nodes: 6, pods_per_node: 3 * d + 10 }).await;
+    let mut env = Env::start(product(), ClusterShape { nodes: 6, pods_per_node: 3 * d + 10 }).await;
     env.start_product(&["--actioned-namespaces=shop", "--pdb-create=false", "--cooldown=5s"]).await;
     env.apply(&namespace("shop", &[])).await;
 
@@ -249,9 +296,11 @@ async fn parallel(run: usize, d: usize) {
     let (p50, p99, surges) = latency(&env.metrics().await);
     let (deployments, statuses) = per_deployment(before, writes_in(&env, "shop"), d);
     println!(
-        "| {run} | {d} | {:.1} s | {refused} | {} | {:.1} s | {deployments} | {statuses} | {surges} | {p50} | {p99} |",
+        "| {run} | {d} | {:.1} s | {refused} ({:.2}) | {} | {:.1} s | {deployments} | {statuses} | {surges} | {p50} | {p99} | {} |",
         drained.as_secs_f64(),
+        refused as f64 / d as f64,
         highest_written_replicas(&env, "shop"),
         reverted.as_secs_f64(),
+        audit_latency(&env, "shop", &["node-1", "node-2", "node-3"]),
     );
 }
