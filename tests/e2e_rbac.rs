@@ -1,18 +1,24 @@
 //! Least privilege, end to end: the product runs as the shipped ServiceAccount under the real
 //! RBAC authorizer in every scenario (the harness fails a test on any 403 answered to it). Here one
 //! scenario walks every code path that needs a permission — default PDBs created, resized and
-//! deleted, a drain surging a plain Deployment, an HPA and a KEDA ScaledObject, the Lease,
+//! deleted, a drain surging a plain Deployment (one surge losing its write to another writer
+//! and decided again from fresh reads), an HPA and a KEDA ScaledObject, the Lease,
 //! Events, a namespace leaving scope, `cleanup` as the ServiceAccount — and every verb of every rule the shipped Roles grant must
 //! have been used.
 
 use e2e_support as support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
 use support::autoscalers::{KEDA_CRD, hpa, scaled_object};
 use support::pdbs::is_owned;
 use support::rbac::{grants, unused};
+use support::webhook::TestWebhook;
 use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
@@ -44,7 +50,10 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
         env.wait_ready("demo", app, 1).await;
     }
 
-    // Drains surge each app (Deployment, HPA and ScaledObject writes, pod reads, EAS, Events).
+    // Drains surge each app (Deployment, HPA and ScaledObject writes, pod reads, EAS, Events);
+    // web's surge, decided from the caches, loses to another writer and is decided again from
+    // fresh reads (its PDB by name, its pods by label).
+    let _other_writer = touch_web_while_its_first_update_is_admitted(&env).await;
     let mut nodes: Vec<String> = Vec::new();
     for app in APPS {
         let node = env.node_of("demo", app).await;
@@ -124,6 +133,34 @@ async fn every_permission_the_shipped_roles_grant_is_used() {
     let requests = env.requests();
     let unused: Vec<String> = unused(&grants, &requests).iter().map(ToString::to_string).collect();
     assert_eq!(unused, Vec::<String>::new(), "granted but never used (least privilege)");
+}
+
+/// Marks `web` changed by someone else.
+const TOUCHED: &str = "test.example.com/touched";
+
+/// Another writer: while the first update of demo/web is admitted, it annotates web, so the
+/// apiserver answers that update (guarded by its resourceVersion) with 409.
+async fn touch_web_while_its_first_update_is_admitted(env: &Env) -> TestWebhook {
+    let client = support::apiserver::client_from(&env.kubeconfig(), "other-writer").await;
+    let deployments: Api<Deployment> = Api::namespaced(client, "demo");
+    let webhook = TestWebhook::start(Arc::new(move |request: Value| -> BoxFuture<'static, Value> {
+        let deployments = deployments.clone();
+        Box::pin(async move {
+            let touched =
+                request.pointer(&format!("/object/metadata/annotations/{}", TOUCHED.replace('/', "~1")));
+            if request["name"] == "web" && touched.is_none() {
+                let patch = json!({"metadata": {"annotations": {TOUCHED: "yes"}}});
+                deployments
+                    .patch("web", &PatchParams::default(), &Patch::Merge(patch))
+                    .await
+                    .expect("touch web");
+            }
+            json!({"allowed": true})
+        })
+    }))
+    .await;
+    env.apply(&webhook.configuration("other-writer", &["UPDATE"]).to_string()).await;
+    webhook
 }
 
 /// A permission taken away (the ClusterRole edited): the product says so — `Degraded` with the

@@ -177,7 +177,8 @@ async fn wait_served(client: &kube::Client, crd: &DynamicObject) {
 }
 
 /// A client from the kubeconfig at `path`, sending `agent` as its `User-Agent`.
-async fn client_from(path: &std::path::Path, agent: &str) -> kube::Client {
+/// A client from the kubeconfig at `path`, sending `agent` as its User-Agent.
+pub async fn client_from(path: &std::path::Path, agent: &str) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(path).expect("kubeconfig");
     let mut config =
         kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
