@@ -150,10 +150,11 @@ impl Context {
         }
     }
 
-    /// Stops holding: every held eviction answered at once (shutdown, lost caches).
+    /// Stops holding for good (shutdown): every held eviction answered at once, and any a
+    /// signal still in intake asks for.
     pub fn stop_holding(&self) {
         self.holding.set(false);
-        self.holds.answer_all(HoldEnd::Shutdown);
+        self.holds.shut();
     }
 
     /// The configuration now; hold the `Arc` for one decision so it sees one version.

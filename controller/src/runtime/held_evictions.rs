@@ -74,6 +74,8 @@ pub struct HeldEvictions {
 struct Inner {
     next_id: u64,
     by_pdb: HashMap<ObjectKey, PdbHolds>,
+    /// Shutting down: nothing more is held.
+    shut: bool,
 }
 
 impl Inner {
@@ -100,6 +102,10 @@ impl HeldEvictions {
     ) -> Option<u64> {
         let key = pdb_key(pdb)?;
         let mut inner = self.inner.lock();
+        if inner.shut {
+            let _ = hold.answer.send(HoldEnd::Shutdown);
+            return None;
+        }
         let cap = if hold.exempt { HELD_EXEMPT_PER_REPLICA } else { HELD_PER_REPLICA };
         if inner.held(hold.exempt) >= cap {
             let _ = hold.answer.send(HoldEnd::Shed);
@@ -156,6 +162,13 @@ impl HeldEvictions {
             let _ = held.answer.send(end);
         }
         inner.forget_empty();
+    }
+
+    /// Shutting down: answers every held eviction [`HoldEnd::Shutdown`], and any hold asked
+    /// for later at once, so none outlives the controller.
+    pub fn shut(&self) {
+        self.inner.lock().shut = true;
+        self.answer_all(HoldEnd::Shutdown);
     }
 
     /// Evictions held now.
@@ -270,8 +283,14 @@ mod tests {
         holds.stop(&("shop".into(), "web".into()));
         assert_eq!(a.try_recv(), Ok(HoldEnd::Stopped));
         let (_, mut b) = hold(&holds, &pdb(0, &[]), "b");
-        holds.answer_all(HoldEnd::Shutdown);
+        holds.shut();
         assert_eq!(b.try_recv(), Ok(HoldEnd::Shutdown));
+        assert!(holds.is_empty());
+        // A signal still in intake when the process began shutting down holds nothing: else
+        // it would keep the webhook (and the process) waiting, and report its expiry after the
+        // Lease was released.
+        let (late, mut c) = hold(&holds, &pdb(0, &[]), "c");
+        assert_eq!((late, c.try_recv()), (None, Ok(HoldEnd::Shutdown)));
         assert!(holds.is_empty());
     }
 }
