@@ -11,3 +11,5 @@ echo "== drain time and signal -> scale latency on the real control plane"
 cargo bench --bench drain
 echo "== audit at scale: eviction-autoscaler audit -A vs kubectl get on a seeded bare apiserver"
 cargo bench --bench audit
+echo "== census: the Lease holder's PDB census over the caches (pdbs, drain_blockers gauges)"
+cargo bench --bench census

@@ -1,15 +1,18 @@
 //! `eviction-autoscaler audit` end to end: the real binary (and as a kubectl plugin), the real
 //! control plane, real kubectl. A cluster holding a PDB of each kind a drain meets: the audit
 //! names each one's class and whether our surge opens it, prints JSON in the shape of its
-//! committed schema, exits 1, writes nothing, and says which permission it lacks; once the
-//! causes it named are fixed it exits 0 and a real `kubectl drain` of every node completes.
+//! committed schema, exits 1, writes nothing, and says which permission it lacks; the running
+//! product's metrics count the same classes and reasons; once the causes it named are fixed it
+//! exits 0 and a real `kubectl drain` of every node completes.
 
 use e2e_support as support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::metrics::metric_sum;
 use support::{ClusterShape, Env, deployment, namespace, pdb, wait_for};
 
 const BIN: &str = env!("CARGO_BIN_EXE_eviction-autoscaler");
@@ -60,6 +63,35 @@ fn verdicts(doc: &Value) -> Vec<(String, String, String)> {
             )
         })
         .collect()
+}
+
+/// The product's `pdbs{class}` and `drain_blockers{reason}` gauges count what the audit's `doc`
+/// says. It watches no pods, so pods without a controller count as `not_a_deployment`, the
+/// audit's `no_owner`; the Lease holder recomputes them every 30 s.
+async fn census_agrees_with(env: &Env, doc: &Value) {
+    let mut classes: BTreeMap<String, f64> = BTreeMap::new();
+    let mut reasons: BTreeMap<String, f64> = BTreeMap::new();
+    for (_, class, surge) in verdicts(doc) {
+        *classes.entry(class).or_default() += 1.0;
+        if !matches!(surge.as_str(), "opens" | "-") {
+            let reason = if surge == "no_owner" { "not_a_deployment".to_owned() } else { surge };
+            *reasons.entry(reason).or_default() += 1.0;
+        }
+    }
+    assert!(reasons.contains_key("not_a_deployment") && reasons.len() >= 8, "{reasons:?}");
+    let counted = |text: &str, metric: &str, label: &str, of: &BTreeMap<String, f64>| {
+        of.iter().all(|(value, count)| metric_sum(text, metric, &[&format!("{label}=\"{value}\"")]) == *count)
+            && metric_sum(text, metric, &[]) == of.values().sum::<f64>()
+    };
+    let text =
+        wait_for("the census gauges to count what the audit found", Duration::from_secs(45), || async {
+            let text = env.metrics().await;
+            (counted(&text, "eviction_autoscaler_pdbs", "class", &classes)
+                && counted(&text, "eviction_autoscaler_drain_blockers", "reason", &reasons))
+            .then_some(text)
+        })
+        .await;
+    assert_eq!(metric_sum(&text, "eviction_autoscaler_leader", &[]), 1.0, "the Lease holder reports them");
 }
 
 /// StatefulSet `name` with one replica. The harness runs no StatefulSet controller, so its pod
@@ -310,6 +342,11 @@ async fn the_audit_names_each_blocker_and_its_fix_and_passes_once_they_are_fixed
         "legacy/quiet",
     ];
     assert_eq!(stalled_on, blocking, "the nodes name every blocking PDB: {doc:#}");
+
+    // The running controller's metrics say the same, from its caches.
+    env.start_product(&[]).await;
+    census_agrees_with(&env, &doc).await;
+    env.product = None;
 
     // One node's drain.
     let (code, out, _) = audit(&env, &env.kubeconfig(), &["-A", "--node", "node-2", "-o", "json"]).await;

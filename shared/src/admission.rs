@@ -180,6 +180,9 @@ pub enum HoldEnd {
 }
 
 impl HoldEnd {
+    /// Every way a hold ends.
+    pub const ALL: [HoldEnd; 5] = [Self::Opened, Self::Expired, Self::Shed, Self::Stopped, Self::Shutdown];
+
     /// The metric label.
     pub fn as_str(self) -> &'static str {
         match self {

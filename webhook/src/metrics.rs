@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use eviction_autoscaler_shared::admission::HoldEnd;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -169,6 +170,11 @@ impl Metrics {
                 .get_or_create_owned(&RequestLabels { path: Endpoint::Eviction, result: Outcome::dry_run }),
             eviction_duration: durations.get_or_create_owned(&PathLabels { path: Endpoint::Eviction }),
         };
+        // Every hold outcome from the start at 0, so a rate has data before the first hold.
+        let holds = Family::<HoldLabels, Counter>::default();
+        for end in HoldEnd::ALL {
+            holds.get_or_create_owned(&HoldLabels { outcome: end.as_str() });
+        }
         Self {
             requests,
             durations,
@@ -177,7 +183,7 @@ impl Metrics {
             dry_runs_ignored: Counter::default(),
             objects_undecodable: Counter::default(),
             objects_dropped: Counter::default(),
-            holds: Family::default(),
+            holds,
             hold_durations: Histogram::new(HOLD_BUCKETS),
             holding: Gauge::default(),
             cert_reloads: Counter::default(),
@@ -322,7 +328,7 @@ impl Metrics {
         Holding(self.holding.clone())
     }
 
-    pub(crate) fn hold_ended(&self, end: eviction_autoscaler_shared::admission::HoldEnd, seconds: f64) {
+    pub(crate) fn hold_ended(&self, end: HoldEnd, seconds: f64) {
         self.holds.get_or_create(&HoldLabels { outcome: end.as_str() }).inc();
         self.hold_durations.observe(seconds);
     }

@@ -18,6 +18,7 @@ use eviction_autoscaler_shared::config::{Config, SettingsArgs};
 
 use crate::error::{Error, is_not_found};
 
+pub mod census;
 pub mod render;
 pub mod report;
 pub mod room;

@@ -22,6 +22,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::room;
 use crate::displaced::{drain_pending, is_displaceable, is_running, owning_deployment};
+use crate::keda::ScaledObject;
 use crate::surge::scaler;
 
 /// What the audit reads, listed once.
@@ -205,31 +206,45 @@ impl<'a> Index<'a> {
     }
 
     fn deployment_view(&self, deployment: &'a Deployment, draining: Option<&str>) -> DeploymentView<'a> {
-        let (namespace, name) = ns_name(&deployment.metadata);
+        let namespace = ns_name(&deployment.metadata).0;
         let ns_annotations = self.namespaces.get(namespace).and_then(|n| n.metadata.annotations.as_ref());
         let hpas = self.hpas.get(namespace).map_or(&[][..], Vec::as_slice);
-        // Several autoscalers on one Deployment stop the surge too; the audit then shows its replicas.
-        let (baseline, autoscaler_max) = match scaler::detect(deployment, hpas, &[]) {
-            Ok(scaler) => (scaler.value(), scaler.max()),
-            Err(_) => (deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1), None),
-        };
-        let config = self.config;
         let template = deployment.spec.as_ref().and_then(|s| s.template.spec.as_ref());
-        DeploymentView {
-            name,
-            strategy: deployment.spec.as_ref().and_then(|s| s.strategy.as_ref()),
-            baseline,
-            autoscaler_max,
-            in_scope: namespace_scope(
-                namespace,
-                ns_annotations,
-                &config.actioned_namespaces,
-                config.enabled_by_default,
-            )
-            .enabled,
-            surge_enabled: surge_enabled(deployment.metadata.annotations.as_ref()).enabled,
-            room_estimate: Some(self.capacity.room(template.unwrap_or(&PodSpec::default()), draining)),
-        }
+        let room = self.capacity.room(template.unwrap_or(&PodSpec::default()), draining);
+        deployment_view(deployment, ns_annotations, hpas, &[], self.config, Some(room))
+    }
+}
+
+/// A Deployment as the surge judgement sees it, given its namespace's annotations and
+/// autoscalers and the room estimated for its surge pods.
+pub(crate) fn deployment_view<'a>(
+    deployment: &'a Deployment,
+    ns_annotations: Option<&BTreeMap<String, String>>,
+    hpas: &[HorizontalPodAutoscaler],
+    scaled_objects: &[ScaledObject],
+    config: &Config,
+    room_estimate: Option<i32>,
+) -> DeploymentView<'a> {
+    let (namespace, name) = ns_name(&deployment.metadata);
+    // Several autoscalers on one Deployment stop the surge too; the view then shows its replicas.
+    let (baseline, autoscaler_max) = match scaler::detect(deployment, hpas, scaled_objects) {
+        Ok(scaler) => (scaler.value(), scaler.max()),
+        Err(_) => (deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1), None),
+    };
+    DeploymentView {
+        name,
+        strategy: deployment.spec.as_ref().and_then(|s| s.strategy.as_ref()),
+        baseline,
+        autoscaler_max,
+        in_scope: namespace_scope(
+            namespace,
+            ns_annotations,
+            &config.actioned_namespaces,
+            config.enabled_by_default,
+        )
+        .enabled,
+        surge_enabled: surge_enabled(deployment.metadata.annotations.as_ref()).enabled,
+        room_estimate,
     }
 }
 

@@ -14,7 +14,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
+use eviction_autoscaler_shared::pdb_audit::{PdbClass, SurgeBlocker};
+
 use super::queue::ObjectKey;
+use crate::audit::census::Census;
 
 /// `signal_to_scale_latency` buckets, 1 ms … 100 s in 1-2-5 steps: they resolve the 50 ms a
 /// drain's surge should take (issue 19) and the seconds a slow one does.
@@ -28,7 +31,10 @@ pub struct SourceLabel {
     pub source: String,
 }
 
-/// Label: a scale action (`surge`, `step_up`, `resurge`, `revert`, `expire`).
+/// The scale actions counted in `scale_actions`, by the surge reconciler's outcome.
+pub const SCALE_ACTIONS: [&str; 5] = ["surge", "step_up", "resurge", "revert", "expire"];
+
+/// Label: a scale action ([`SCALE_ACTIONS`], and the rarer `override_recorded`, `other`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ActionLabel {
     /// The action.
@@ -40,6 +46,13 @@ pub struct ActionLabel {
 pub struct ReasonLabel {
     /// The reason.
     pub reason: String,
+}
+
+/// Label: what a PDB does to a drain (the audit's class).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClassLabel {
+    /// `blocks_all`, `unhealthy`, `overlapping`, `no_effect`, `ok`.
+    pub class: String,
 }
 
 /// Labels: a default-PDB planner outcome and its reason (`""` when none).
@@ -105,6 +118,10 @@ pub struct Metrics {
     /// An episode's first trigger (a blocking eviction signal, or the drain edge of a node the
     /// Deployment has pods on) → surge write acknowledged.
     pub signal_to_scale_latency: Histogram,
+    /// PDBs by what they do to a drain now (the audit's classes), from the caches.
+    pub pdbs: Family<ClassLabel, Gauge>,
+    /// PDBs that block a drain and that our surge cannot open, by why not.
+    pub drain_blockers: Family<ReasonLabel, Gauge>,
     /// Default-PDB actions done, by outcome and reason.
     pub pdb_actions: Family<PdbLabel, Counter>,
     /// API writes, by resource and outcome (counted by `runtime::kube::write`).
@@ -128,7 +145,7 @@ impl Default for Metrics {
 impl Metrics {
     /// Fresh, unregistered metrics.
     pub fn new() -> Self {
-        Self {
+        let metrics = Self {
             evictions_seen: Family::default(),
             blocked_evictions: Counter::default(),
             signals_settled: Counter::default(),
@@ -138,6 +155,8 @@ impl Metrics {
             leader: Gauge::default(),
             degraded: Family::default(),
             signal_to_scale_latency: Histogram::new(LATENCY_BUCKETS.iter().copied()),
+            pdbs: Family::default(),
+            drain_blockers: Family::default(),
             pdb_actions: Family::default(),
             writes: Family::default(),
             writes_rate_limited: Counter::default(),
@@ -146,7 +165,14 @@ impl Metrics {
                 Histogram::new(exponential_buckets(0.005, 2.0, 13))
             }),
             degraded_by_key: Arc::default(),
+        };
+        // Series of known labels exist from the start at 0, so rates and dashboards have data
+        // before the first surge, and the census gauges before the first census.
+        for action in SCALE_ACTIONS {
+            metrics.scale_actions.get_or_create_owned(&ActionLabel { action: action.to_owned() });
         }
+        metrics.publish_census(None);
+        metrics
     }
 
     /// Registers every metric in `registry`.
@@ -190,6 +216,16 @@ impl Metrics {
             self.signal_to_scale_latency.clone(),
         );
         registry.register(
+            "pdbs",
+            "PodDisruptionBudgets by what they do to a drain now (blocks_all, unhealthy, overlapping, no_effect, ok), reported by the Lease holder",
+            self.pdbs.clone(),
+        );
+        registry.register(
+            "drain_blockers",
+            "PodDisruptionBudgets that block a drain and that a surge cannot open, by why not, reported by the Lease holder",
+            self.drain_blockers.clone(),
+        );
+        registry.register(
             "pdb_actions",
             "Default-PDB actions done, by outcome and reason",
             self.pdb_actions.clone(),
@@ -220,6 +256,19 @@ impl Metrics {
         if let Some(error) = failure {
             let label = FailureLabel { reconciler: reconciler.to_owned(), error: error.to_owned() };
             self.reconcile_failures.get_or_create(&label).inc();
+        }
+    }
+
+    /// Sets the `pdbs` and `drain_blockers` gauges: every class and every reason, 0 when
+    /// none counts (or without a census: this replica does not report them).
+    pub fn publish_census(&self, census: Option<&Census>) {
+        for class in PdbClass::NAMES {
+            let count = census.map_or(0, |c| c.pdbs.get(class).copied().unwrap_or_default());
+            self.pdbs.get_or_create(&ClassLabel { class: class.to_owned() }).set(count);
+        }
+        for reason in SurgeBlocker::REASONS {
+            let count = census.map_or(0, |c| c.drain_blockers.get(reason).copied().unwrap_or_default());
+            self.drain_blockers.get_or_create(&ReasonLabel { reason: reason.to_owned() }).set(count);
         }
     }
 
@@ -302,9 +351,21 @@ mod tests {
             "eviction_autoscaler_reconcile_failures_total{reconciler=\"pdb\",error=\"conflict\"} 1"
         ));
         assert!(!text.contains("reconcile_failures_total{reconciler=\"surge\""), "a success is no failure");
+        let mut census = Census::default();
+        census.pdbs.insert("blocks_all", 3);
+        census.drain_blockers.insert("opted_out", 2);
+        metrics.publish_census(Some(&census));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+        assert!(text.contains("eviction_autoscaler_pdbs{class=\"blocks_all\"} 3"), "{text}");
+        assert!(text.contains("eviction_autoscaler_pdbs{class=\"ok\"} 0"), "every class is exported: {text}");
+        assert!(text.contains("eviction_autoscaler_drain_blockers{reason=\"opted_out\"} 2"), "{text}");
+        assert!(text.contains("eviction_autoscaler_drain_blockers{reason=\"no_room\"} 0"), "{text}");
+        metrics.publish_census(None);
         metrics.clear_degraded();
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
         assert!(text.contains("eviction_autoscaler_degraded{reason=\"MultiplePDBs\"} 0"), "{text}");
+        assert!(text.contains("eviction_autoscaler_pdbs{class=\"blocks_all\"} 0"), "{text}");
     }
 }

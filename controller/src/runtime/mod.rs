@@ -9,6 +9,7 @@
 //! * `surge_reconciler/` and `pdb_reconciler/`: the two reconcilers, each with its memory,
 //!   driving the pure planners (`crate::surge`, `crate::pdb`).
 
+mod census;
 mod context;
 mod evaluations;
 mod held_evictions;
@@ -249,7 +250,12 @@ async fn sync_then_work(ctx: Arc<Context>, readiness: Readiness) {
     // again whenever we become the Lease holder. Part of this task, so they end with it.
     ctx.schedule_all();
     ctx.schedule_all_pdbs();
-    tokio::join!(follow_leadership(&ctx), follow_config(&ctx), evaluations::drain_queues(&ctx));
+    tokio::join!(
+        follow_leadership(&ctx),
+        follow_config(&ctx),
+        evaluations::drain_queues(&ctx),
+        census::publish(&ctx)
+    );
 }
 
 /// Resumes every Deployment and PDB when we become the Lease holder; forgets what we counted

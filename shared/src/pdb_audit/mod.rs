@@ -1,6 +1,7 @@
 //! What a PodDisruptionBudget does to a drain, and whether our surge gets the drain through.
-//! One judgement for the read-only `audit` command, which answers "will my next drain
-//! stall?" before an upgrade (and, not built yet, for the controller's metrics of the same).
+//! One judgement ([`judge`]) for the read-only `audit` command, which answers "will my next
+//! drain stall?" before an upgrade from the pods it lists, and for the controller's metrics of
+//! the same, which it computes from the PDB statuses it watches.
 //! [`surge_opens`] applies the surge decision's own rules (`resolve_max_surge`,
 //! `min_replicas_to_open`, `surge_target`), so the audit cannot promise what the surge won't do.
 //!
@@ -11,10 +12,10 @@
 //! is `ok` here, and a budget closed only because pods are not Ready is `unhealthy`.
 
 use k8s_openapi::api::apps::v1::DeploymentStrategy;
-use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
+use k8s_openapi::api::policy::v1::{PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::budget::{BudgetError, PodCounts, budget_status, min_replicas_to_open};
+use crate::budget::{BudgetError, BudgetStatus, PodCounts, budget_status, min_replicas_to_open};
 use crate::keys;
 use crate::surge::{SurgeError, resolve_max_surge, surge_target};
 
@@ -59,7 +60,7 @@ pub enum PdbClass {
     },
     /// These pods are selected by more than one PDB: every eviction of them fails (HTTP 500).
     Overlapping {
-        /// The pods under two or more budgets.
+        /// The pods under two or more budgets (judged from the status: the Deployments).
         pods: Vec<String>,
     },
     /// Selects no pod, or lets every selected pod be disrupted.
@@ -69,6 +70,9 @@ pub enum PdbClass {
 }
 
 impl PdbClass {
+    /// Every class's [`name`](Self::name), in the order reports list them.
+    pub const NAMES: [&str; 5] = ["blocks_all", "unhealthy", "overlapping", "no_effect", "ok"];
+
     /// The metric label and JSON value of the class.
     pub fn name(&self) -> &'static str {
         match self {
@@ -86,43 +90,108 @@ impl PdbClass {
     }
 }
 
-/// Classifies one PDB. Overlaps are checked first (the apiserver refuses before it reads
-/// any budget), then the budget with every pod healthy, then as the pods are now.
+/// A PDB as the judgement reads it: its budget now and with every selected pod healthy, and
+/// the names of what it selects that is unhealthy or under another budget too. The audit
+/// derives it from the pods ([`SelectedBudget::facts`]); the controller's metrics, which
+/// watch no pods, from the status the disruption controller wrote ([`BudgetFacts::from_status`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BudgetFacts<'a> {
+    /// Its spec.
+    pub spec: &'a PodDisruptionBudgetSpec,
+    /// It selects at least one pod.
+    pub selects_pods: bool,
+    /// The budget as it is now.
+    pub now: BudgetStatus,
+    /// The budget with every selected pod healthy.
+    pub all_healthy: BudgetStatus,
+    /// The selected pods that are not healthy (none named when judged from the status).
+    pub not_ready: Vec<String>,
+    /// What it selects that another PDB selects too: pods, or, judged from the status,
+    /// Deployments whose pod template both select.
+    pub overlapping: Vec<String>,
+}
+
+impl SelectedBudget<'_> {
+    /// The facts of the budget, computed from its pods with the disruption controller's arithmetic.
+    pub fn facts(&self) -> Result<BudgetFacts<'_>, BudgetError> {
+        let matched = i32::try_from(self.pods.len()).unwrap_or(i32::MAX);
+        let counts = |healthy| PodCounts {
+            controller_scale: self.controller_scale,
+            matched_pods: matched,
+            healthy_pods: healthy,
+        };
+        let healthy = i32::try_from(self.pods.iter().filter(|p| p.healthy).count()).unwrap_or(i32::MAX);
+        Ok(BudgetFacts {
+            spec: self.spec,
+            selects_pods: !self.pods.is_empty(),
+            now: budget_status(self.spec, counts(healthy))?,
+            all_healthy: budget_status(self.spec, counts(matched))?,
+            not_ready: self.pods.iter().filter(|p| !p.healthy).map(|p| p.name.clone()).collect(),
+            overlapping: self.pods.iter().filter(|p| p.budgets > 1).map(|p| p.name.clone()).collect(),
+        })
+    }
+}
+
+impl<'a> BudgetFacts<'a> {
+    /// The facts as the disruption controller last wrote them in `status`: the budget now is
+    /// that status, and with every pod healthy it is recomputed for `expectedPods` healthy pods
+    /// (what they are when the pods and their controllers agree). A budget whose pods have no
+    /// controller may show `expectedPods: 0` with healthy pods: it still selects them.
+    pub fn from_status(
+        spec: &'a PodDisruptionBudgetSpec,
+        status: &PodDisruptionBudgetStatus,
+        overlapping: Vec<String>,
+    ) -> Result<Self, BudgetError> {
+        let now = BudgetStatus {
+            expected_pods: status.expected_pods,
+            desired_healthy: status.desired_healthy,
+            current_healthy: status.current_healthy,
+            disruptions_allowed: status.disruptions_allowed,
+        };
+        Ok(BudgetFacts {
+            spec,
+            selects_pods: now.expected_pods > 0 || now.current_healthy > 0,
+            now,
+            all_healthy: budget_status(spec, PodCounts::all_ready(now.expected_pods))?,
+            not_ready: Vec::new(),
+            overlapping,
+        })
+    }
+}
+
+/// Classifies one PDB from its pods ([`judge`] on [`SelectedBudget::facts`]).
 pub fn classify(budget: SelectedBudget) -> Result<PdbClass, BudgetError> {
-    let pods = budget.pods;
-    if pods.is_empty() {
-        return Ok(PdbClass::NoEffect);
+    Ok(judge(budget.facts()?))
+}
+
+/// The class of a PDB with these facts. Overlaps are checked first (the apiserver refuses
+/// before it reads any budget), then the budget with every pod healthy, then as it is now.
+pub fn judge(facts: BudgetFacts) -> PdbClass {
+    if !facts.selects_pods {
+        return PdbClass::NoEffect;
     }
-    let overlapping: Vec<String> = pods.iter().filter(|p| p.budgets > 1).map(|p| p.name.clone()).collect();
-    if !overlapping.is_empty() {
-        return Ok(PdbClass::Overlapping { pods: overlapping });
+    if !facts.overlapping.is_empty() {
+        return PdbClass::Overlapping { pods: facts.overlapping };
     }
-    let matched = i32::try_from(pods.len()).unwrap_or(i32::MAX);
-    let counts = |healthy| PodCounts {
-        controller_scale: budget.controller_scale,
-        matched_pods: matched,
-        healthy_pods: healthy,
-    };
-    let all_healthy = budget_status(budget.spec, counts(matched))?;
+    let all_healthy = facts.all_healthy;
     if all_healthy.expected_pods > 0 && all_healthy.desired_healthy == 0 {
-        return Ok(PdbClass::NoEffect);
+        return PdbClass::NoEffect;
     }
     if all_healthy.disruptions_allowed == 0 {
-        return Ok(PdbClass::BlocksAll);
+        return PdbClass::BlocksAll;
     }
-    let healthy = i32::try_from(pods.iter().filter(|p| p.healthy).count()).unwrap_or(i32::MAX);
-    let now = budget_status(budget.spec, counts(healthy))?;
+    let now = facts.now;
     if now.disruptions_allowed > 0 {
-        return Ok(PdbClass::Ok);
+        return PdbClass::Ok;
     }
     // The apiserver lets a not-Ready pod go under the default policy when the budget is met
     // (`currentHealthy >= desiredHealthy > 0`), and always under AlwaysAllow.
-    let always_allow = budget.spec.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow");
+    let always_allow = facts.spec.unhealthy_pod_eviction_policy.as_deref() == Some("AlwaysAllow");
     let freed_anyway = now.current_healthy >= now.desired_healthy && now.desired_healthy > 0;
-    Ok(PdbClass::Unhealthy {
-        not_ready: pods.iter().filter(|p| !p.healthy).map(|p| p.name.clone()).collect(),
+    PdbClass::Unhealthy {
+        not_ready: facts.not_ready,
         always_allow_frees_them: !always_allow && !freed_anyway,
-    })
+    }
 }
 
 /// What owns the pods a blocking PDB selects, as far as a surge cares.
@@ -213,6 +282,21 @@ pub enum SurgeBlocker {
 }
 
 impl SurgeBlocker {
+    /// Every [`reason`](Self::reason).
+    pub const REASONS: [&str; 11] = [
+        "overlapping",
+        "no_owner",
+        "not_a_deployment",
+        "several_owners",
+        "not_in_scope",
+        "opted_out",
+        "cannot_surge",
+        "invalid_budget",
+        "budget_scales",
+        "surge_too_small",
+        "no_room",
+    ];
+
     /// The metric label of the reason.
     pub fn reason(&self) -> &'static str {
         match self {

@@ -1,6 +1,7 @@
 use k8s_openapi::api::apps::v1::RollingUpdateDeployment;
 
 use super::*;
+use crate::budget::ScaleError;
 use crate::budget::tests::{int, max_unavailable, min_available, text};
 
 /// Pods `p0…` of one controller with `replicas`; the names in `not_ready` unhealthy, those
@@ -29,13 +30,13 @@ fn unhealthy(names: &[&str], always_allow_frees_them: bool) -> PdbClass {
     }
 }
 
-#[test]
-fn every_class_with_the_disruption_controllers_rounding() {
+/// One PDB of every class: what it is, its spec, its pods, their controllers' scale, its class.
+fn every_class() -> Vec<(&'static str, PodDisruptionBudgetSpec, Vec<SelectedPod>, i32, PdbClass)> {
     let always_allow = PodDisruptionBudgetSpec {
         unhealthy_pod_eviction_policy: Some("AlwaysAllow".into()),
         ..min_available(int(2))
     };
-    let cases = [
+    vec![
         ("selects no pod", min_available(int(1)), pods(0, &[], &[]), 0, PdbClass::NoEffect),
         ("minAvailable 0", min_available(int(0)), pods(3, &[], &[]), 3, PdbClass::NoEffect),
         ("maxUnavailable 100%", max_unavailable(text("100%")), pods(3, &[], &[]), 3, PdbClass::NoEffect),
@@ -108,9 +109,51 @@ fn every_class_with_the_disruption_controllers_rounding() {
             2,
             PdbClass::Overlapping { pods: vec!["p1".into()] },
         ),
-    ];
-    for (name, spec, pods, scale, want) in cases {
+    ]
+}
+
+#[test]
+fn every_class_with_the_disruption_controllers_rounding() {
+    let mut names = vec![];
+    for (name, spec, pods, scale, want) in every_class() {
         assert_eq!(class(&spec, &pods, scale), want, "{name}");
+        names.push(want.name());
+    }
+    names.sort_unstable();
+    names.dedup();
+    let mut listed = PdbClass::NAMES.to_vec();
+    listed.sort_unstable();
+    assert_eq!(names, listed, "every class is listed, and met by a case");
+}
+
+/// The controller's metrics judge a PDB from the status the disruption controller wrote for
+/// those pods: the same class, only without the names of the pods that are not Ready.
+#[test]
+fn judged_from_the_status_every_class_is_the_same() {
+    for (name, spec, pods, scale, want) in every_class() {
+        let matched = i32::try_from(pods.len()).unwrap();
+        let healthy = i32::try_from(pods.iter().filter(|p| p.healthy).count()).unwrap();
+        let written = budget_status(
+            &spec,
+            PodCounts { controller_scale: scale, matched_pods: matched, healthy_pods: healthy },
+        )
+        .unwrap();
+        let status = PodDisruptionBudgetStatus {
+            expected_pods: written.expected_pods,
+            desired_healthy: written.desired_healthy,
+            current_healthy: written.current_healthy,
+            disruptions_allowed: written.disruptions_allowed,
+            ..PodDisruptionBudgetStatus::default()
+        };
+        let overlapping = pods.iter().filter(|p| p.budgets > 1).map(|p| p.name.clone()).collect();
+        let got = judge(BudgetFacts::from_status(&spec, &status, overlapping).unwrap());
+        let want = match want {
+            PdbClass::Unhealthy { always_allow_frees_them, .. } => {
+                PdbClass::Unhealthy { not_ready: vec![], always_allow_frees_them }
+            }
+            other => other,
+        };
+        assert_eq!(got, want, "{name}");
     }
 }
 
@@ -320,9 +363,18 @@ fn each_reason_says_what_to_change() {
         assert!(text.contains("; ") && verbs.iter().any(|v| fix.starts_with(v)), "{text}");
     }
     let mut labels: Vec<&str> = every.iter().map(SurgeBlocker::reason).collect();
+    labels.push(
+        SurgeBlocker::InvalidBudget(BudgetError {
+            field: "minAvailable",
+            problem: ScaleError::Negative("-1".into()),
+        })
+        .reason(),
+    );
     labels.sort_unstable();
     labels.dedup();
-    assert_eq!(labels.len(), every.len(), "one metric label per reason");
+    let mut listed = SurgeBlocker::REASONS.to_vec();
+    listed.sort_unstable();
+    assert_eq!(labels, listed, "one metric label per reason, every one listed");
     let opted_out = SurgeBlocker::OptedOut("web".into()).to_string();
     assert!(opted_out.contains("eviction-autoscaler.azure.com/surge"), "{opted_out}");
     let scope = SurgeBlocker::NotInScope.to_string();
