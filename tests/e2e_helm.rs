@@ -52,7 +52,7 @@ const CERT_MANAGER: Mode =
     Mode { overlay: "overlays/cert-manager", sets: &["certificates.mode=certManager"] };
 const MONITORING: Mode = Mode {
     overlay: "overlays/monitoring",
-    sets: &["serviceMonitor.enabled=true", "prometheusRule.enabled=true"],
+    sets: &["serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true"],
 };
 const MODES: [&Mode; 5] = [&BASIC, &SELECTED_NAMESPACES, &CLUSTER_WIDE, &CERT_MANAGER, &MONITORING];
 
@@ -90,7 +90,8 @@ fn effective_config(text: &str) -> Value {
 
 /// The objects both front doors must agree on, by kind/namespace/name: the tools' own labels
 /// (and the object-level name label, which kustomize's components do not add) left out, the
-/// ConfigMap as the configuration the binary reads from it, the Namespace (the chart installs
+/// ConfigMap as the configuration the binary reads from it, the dashboard as the JSON Grafana
+/// reads, the Namespace (the chart installs
 /// into one, `--create-namespace`) and Helm hooks left out.
 fn comparable(objects: &[Value]) -> BTreeMap<String, Value> {
     objects
@@ -104,9 +105,11 @@ fn comparable(objects: &[Value]) -> BTreeMap<String, Value> {
             if let Some(template) = o.pointer_mut("/spec/template/metadata") {
                 remove_labels(template, &TOOL_LABELS);
             }
-            if o["kind"] == "ConfigMap" {
-                let text = o["data"]["config.yaml"].as_str().expect("config.yaml").to_owned();
+            if let Some(text) = o["data"]["config.yaml"].as_str().map(str::to_owned) {
                 o["data"]["config.yaml"] = effective_config(&text);
+            }
+            if let Some(text) = o["data"]["dashboard.json"].as_str().map(str::to_owned) {
+                o["data"]["dashboard.json"] = serde_json::from_str(&text).expect("the dashboard is JSON");
             }
             let m = &o["metadata"];
             let key = format!(
@@ -142,6 +145,7 @@ fn the_chart_lints_clean_follows_the_crate_version_and_shares_the_generated_file
     for (copy, source, how) in [
         ("files/crd.yaml", "deploy/base/crd.yaml", "make crd"),
         ("files/prometheusrule.yaml", "deploy/components/prometheusrule/prometheusrule.yaml", "cp"),
+        ("files/dashboard.json", "deploy/components/grafana-dashboard/dashboard.json", "cp"),
     ] {
         assert_eq!(
             read(&format!("{CHART}/{copy}")),

@@ -63,7 +63,7 @@ pub const CASES: &[(Source, Expected)] = &[
             name: "an overlay plus cert-manager and monitoring",
             kustomization: "resources:\n  - {deploy}/overlays/selected-namespaces\ncomponents:\n  \
                             - {deploy}/components/cert-manager\n  - {deploy}/components/servicemonitor\n  \
-                            - {deploy}/components/prometheusrule\n",
+                            - {deploy}/components/prometheusrule\n  - {deploy}/components/grafana-dashboard\n",
         },
         Expected {
             pdb_create: true,

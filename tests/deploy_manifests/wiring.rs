@@ -3,6 +3,7 @@
 
 use std::process::Command;
 
+use e2e_support::metrics::metric_names;
 use serde_json::Value;
 
 use super::{BIN, Certs, Expected, NAMESPACE};
@@ -287,15 +288,17 @@ fn check_monitoring(case: &str, objects: &[Value], wanted: bool) {
         "EvictionAutoscalerNoLeader",
         "EvictionAutoscalerSurgeOverdue",
         "EvictionAutoscalerDegraded",
+        "EvictionAutoscalerDrainBlocked",
     ] {
         assert!(names.contains(&wanted), "{case}: alert {wanted} in {names:?}");
     }
     let exposed = product_metrics();
+    check_dashboard(case, objects, &exposed);
     for alert in alerts {
         let name = text(alert, "/alert");
         // An alert on a metric the product does not expose would never fire.
         for metric in metric_names(text(alert, "/expr")) {
-            assert!(exposed.contains(&format!("# TYPE {metric} ")), "{case}: {name} uses unknown {metric}");
+            assert!(exposes(&exposed, metric), "{case}: {name} uses unknown {metric}");
         }
         assert!(text(alert, "/expr").contains(&format!("job=\"{PRODUCT}\"")), "{case}: {name} uses the job");
         assert!(!text(alert, "/labels/severity").is_empty(), "{case}: {name} severity");
@@ -303,6 +306,37 @@ fn check_monitoring(case: &str, objects: &[Value], wanted: bool) {
             assert!(!text(alert, &format!("/annotations/{field}")).is_empty(), "{case}: {name} {field}");
         }
     }
+}
+
+/// The Grafana dashboard's ConfigMap: every panel's queries name only metrics the product
+/// exposes, and select the ServiceMonitor's job as the alerts do.
+fn check_dashboard(case: &str, objects: &[Value], exposed: &str) {
+    let maps: Vec<&Value> = of_kind(objects, "ConfigMap")
+        .into_iter()
+        .filter(|m| m["data"].get("dashboard.json").is_some())
+        .collect();
+    let [map] = maps.as_slice() else { panic!("{case}: one dashboard ConfigMap") };
+    assert_eq!(text(map, "/metadata/labels/grafana_dashboard"), "1", "{case}: the sidecar's label");
+    let dashboard: Value = serde_json::from_str(text(map, "/data/dashboard.json")).expect("dashboard JSON");
+    let exprs: Vec<&str> = items(&dashboard, "/panels")
+        .iter()
+        .flat_map(|panel| items(panel, "/targets"))
+        .map(|target| text(target, "/expr"))
+        .collect();
+    assert!(exprs.len() >= 8, "{case}: {exprs:?}");
+    for expr in exprs {
+        assert!(expr.contains(&format!("job=\"{PRODUCT}\"")), "{case}: {expr} selects the job");
+        for metric in metric_names(expr) {
+            assert!(exposes(exposed, metric), "{case}: the dashboard uses unknown {metric}");
+        }
+    }
+}
+
+/// Whether `metric` is one the product exposes, as a query names it: a counter with
+/// `_total`, a histogram's `_bucket`, `_count` or `_sum`.
+fn exposes(exposed: &str, metric: &str) -> bool {
+    let family = ["_total", "_bucket", "_count", "_sum"].iter().find_map(|s| metric.strip_suffix(s));
+    [Some(metric), family].into_iter().flatten().any(|name| exposed.contains(&format!("# TYPE {name} ")))
 }
 
 /// The `# TYPE` lines of every metric the product registers (webhook and controller, with the
@@ -317,20 +351,6 @@ fn product_metrics() -> String {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).expect("metrics encode");
     text
-}
-
-/// The product's metric names an expression uses (`eviction_autoscaler_*`).
-fn metric_names(expr: &str) -> Vec<&str> {
-    let prefix = "eviction_autoscaler_";
-    let mut names = Vec::new();
-    let mut rest = expr;
-    while let Some(at) = rest.find(prefix) {
-        let tail = &rest[at..];
-        let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tail.len());
-        names.push(&tail[..end]);
-        rest = &tail[end..];
-    }
-    names
 }
 
 /// The binary reads this rendering's ConfigMap and command line as the pod would, and its

@@ -13,3 +13,13 @@ pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
         .filter_map(|v| v.parse::<f64>().ok())
         .sum()
 }
+
+/// The product's metric names a PromQL expression uses (`eviction_autoscaler_*`).
+pub fn metric_names(expr: &str) -> Vec<&str> {
+    expr.match_indices("eviction_autoscaler_")
+        .map(|(at, _)| {
+            let tail = &expr[at..];
+            &tail[..tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tail.len())]
+        })
+        .collect()
+}
