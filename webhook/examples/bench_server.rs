@@ -6,6 +6,7 @@
 //!   controller would.
 //! * `bench_server floor ADDR CERT KEY` — the floor: a minimal axum + rustls server that reads
 //!   the body and answers a constant allow without parsing anything.
+//! * `bench_server constant-allow` — prints that answer (nginx returns the same bytes).
 //!
 //! Both servers stop on SIGTERM or Ctrl-C.
 
@@ -44,8 +45,12 @@ async fn main() -> Result<(), BoxError> {
         }
         ["product", addr, health, cert, key] => product(addr.parse()?, health.parse()?, cert, key).await,
         ["floor", addr, cert, key] => floor(addr.parse()?, cert, key).await,
+        ["constant-allow"] => {
+            println!("{CONSTANT_ALLOW}");
+            Ok(())
+        }
         _ => {
-            Err("usage: bench_server certs DIR | product ADDR HEALTH_ADDR CERT KEY | floor ADDR CERT KEY"
+            Err("usage: bench_server certs DIR | product ADDR HEALTH_ADDR CERT KEY | floor ADDR CERT KEY | constant-allow"
                 .into())
         }
     }
