@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::watcher::Event;
 
+use eviction_autoscaler_shared::crd::EvictionAutoScaler;
+
 use crate::keda::ScaledObject;
 use crate::runtime::kube::caches::Caches;
 use crate::runtime::queue::ObjectKey;
@@ -63,10 +65,14 @@ pub fn covered_by(pdb: &PodDisruptionBudget, caches: &Caches) -> Vec<ObjectKey> 
     caches.deployments_covered_by(pdb)
 }
 
+/// A watch that lost its place lists again: what changed in the gap comes as `InitApply`,
+/// so the functions below take it as a change. (What was deleted in the gap comes not at
+/// all: the store is replaced.)
+///
 /// An HPA changed or went: the Deployment it scales is due.
 pub fn by_hpa(event: &Event<HorizontalPodAutoscaler>) -> Due {
     let target = match event {
-        Event::Apply(h) | Event::Delete(h) => h
+        Event::Apply(h) | Event::InitApply(h) | Event::Delete(h) => h
             .metadata
             .namespace
             .clone()
@@ -80,7 +86,7 @@ pub fn by_hpa(event: &Event<HorizontalPodAutoscaler>) -> Due {
 /// A ScaledObject changed or went: the Deployment it scales is due.
 pub fn by_scaled_object(event: &Event<ScaledObject>) -> Due {
     let target = match event {
-        Event::Apply(s) | Event::Delete(s) => {
+        Event::Apply(s) | Event::InitApply(s) | Event::Delete(s) => {
             s.metadata.namespace.clone().map(|namespace| (namespace, s.spec.scale_target_ref.name.clone()))
         }
         _ => None,
@@ -90,9 +96,21 @@ pub fn by_scaled_object(event: &Event<ScaledObject>) -> Due {
 
 /// A Namespace changed (its annotations may change the scope): all its Deployments are due.
 pub fn by_namespace(event: &Event<Namespace>, caches: &Caches) -> Due {
-    let Event::Apply(ns) = event else { return Due::default() };
+    let (Event::Apply(ns) | Event::InitApply(ns)) = event else { return Due::default() };
     let Some(name) = ns.metadata.name.as_deref() else { return Due::default() };
     Due { deployments: caches.deployment_keys_in(name), pdbs: vec![] }
+}
+
+/// An EvictionAutoScaler changed: the Deployment it targets is due (its status is written
+/// on that evaluation; a new EAS gets its first one so).
+pub fn by_eas(event: &Event<EvictionAutoScaler>) -> Due {
+    let target = match event {
+        Event::Apply(e) | Event::InitApply(e) => {
+            e.metadata.namespace.clone().map(|namespace| (namespace, e.spec.target_name.clone()))
+        }
+        _ => None,
+    };
+    Due { deployments: target.into_iter().collect(), pdbs: vec![] }
 }
 
 fn pdb_key(pdb: &PodDisruptionBudget) -> Option<ObjectKey> {
@@ -227,5 +245,44 @@ mod tests {
         let mut due = by_namespace(&Event::Apply(shop), &caches).deployments;
         due.sort();
         assert_eq!(due, vec![key("shop", "api"), key("shop", "web")]);
+    }
+
+    /// A watch that lost its place lists again, and what changed meanwhile comes as
+    /// `InitApply`, not `Apply`: an EvictionAutoScaler created in that gap (its first status
+    /// is written on the evaluation its event makes due), an HPA, a ScaledObject, a namespace
+    /// annotated. Each makes its targets due as a change would (found at 2,000 Deployments:
+    /// the EAS watch's first request got 429 and the watch then listed again, and 44 EAS
+    /// created in between never got a status).
+    #[test]
+    fn objects_seen_again_at_a_relist_make_their_targets_due_as_changes_do() {
+        let eas: EvictionAutoScaler = serde_json::from_value(json!({
+            "metadata": {"namespace": "shop", "name": "web-pdb"},
+            "spec": {"targetName": "web", "targetKind": "deployment"},
+        }))
+        .expect("an EAS");
+        let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+            "metadata": {"namespace": "shop", "name": "web"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5},
+        }))
+        .expect("an HPA");
+        let scaled_object: ScaledObject = serde_json::from_value(json!({
+            "metadata": {"namespace": "shop", "name": "web"},
+            "spec": {"scaleTargetRef": {"name": "web"}},
+        }))
+        .expect("a ScaledObject");
+        let caches = cached(&[deployment("shop", "web", "web")], &[]);
+        let shop: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": "shop"}})).expect("a Namespace");
+        let web = Due { deployments: vec![key("shop", "web")], pdbs: vec![] };
+        for due in [
+            by_eas(&Event::InitApply(eas.clone())),
+            by_hpa(&Event::InitApply(hpa)),
+            by_scaled_object(&Event::InitApply(scaled_object)),
+            by_namespace(&Event::InitApply(shop), &caches),
+        ] {
+            assert_eq!(due, web);
+        }
+        assert_eq!(by_eas(&Event::Apply(eas)), web);
+        assert_eq!(by_eas(&Event::InitDone), Due::default());
     }
 }

@@ -239,17 +239,17 @@ fn schedule(ctx: &Context, due: affected::Due) {
 }
 
 /// EAS events: a `spec.lastEviction` within the signal window is a signal (another replica
-/// may have seen it); any change re-evaluates the target.
+/// may have seen it); any change re-evaluates the target ([`affected::by_eas`]).
 pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
     let eas = match event {
-        Event::Apply(eas) => eas,
+        Event::Apply(eas) | Event::InitApply(eas) => eas,
         Event::Delete(eas) => {
             if let (Some(namespace), Some(name)) = (&eas.metadata.namespace, &eas.metadata.name) {
                 ctx.statuses.forget(namespace, name);
             }
             return;
         }
-        _ => return,
+        Event::Init | Event::InitDone => return,
     };
     let (Some(namespace), Some(name)) = (eas.metadata.namespace.clone(), eas.metadata.name.clone()) else {
         return;
@@ -258,8 +258,9 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
     if eas.status.as_ref().and_then(degraded_reason).as_deref() == Some(reasons::UNSCHEDULABLE) {
         ctx.holds.stop(&(namespace.clone(), name.clone()));
     }
-    ctx.queues.deployments.schedule_now((namespace.clone(), eas.spec.target_name.clone()));
-    if eas.spec.last_eviction.is_some() {
+    schedule(ctx, affected::by_eas(event));
+    // Not at a re-list: at start-up every recorded eviction would come back as news.
+    if matches!(event, Event::Apply(_)) && eas.spec.last_eviction.is_some() {
         ctx.queues.eas_signals.schedule_now((namespace, name));
     }
 }
