@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use eviction_autoscaler_controller::audit::census::{Census, NamespaceCache};
-use eviction_autoscaler_controller::runtime::kube::cached::CachedDeployment;
+use eviction_autoscaler_controller::runtime::kube::cached::{CachedDeployment, CachedPdb};
 use eviction_autoscaler_shared::config::{Config, SettingsArgs};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -23,7 +23,7 @@ fn setting(name: &str, default: usize) -> usize {
 
 /// One namespace: `per_ns` Deployments of 3 replicas, each with a PDB: a quarter
 /// `minAvailable: 3` (`blocks_all`), the rest `minAvailable: 1` (`ok`).
-fn namespace(ns: usize, per_ns: usize) -> (Vec<CachedDeployment>, Vec<PodDisruptionBudget>) {
+fn namespace(ns: usize, per_ns: usize) -> (Vec<CachedDeployment>, Vec<CachedPdb>) {
     (0..per_ns)
         .map(|i| {
             let (namespace, name) = (format!("ns-{ns}"), format!("app-{i}"));
@@ -42,7 +42,7 @@ fn namespace(ns: usize, per_ns: usize) -> (Vec<CachedDeployment>, Vec<PodDisrupt
                            "disruptionsAllowed": 3 - min, "observedGeneration": 1}
             }))
             .expect("a PDB");
-            (CachedDeployment::from(deployment), pdb)
+            (CachedDeployment::from(deployment), CachedPdb::from(pdb))
         })
         .unzip()
 }
@@ -58,7 +58,7 @@ fn main() {
         let mut census = Census::default();
         for (cached, pdbs) in &cluster {
             let deployments: Vec<Deployment> = cached.iter().map(CachedDeployment::to_deployment).collect();
-            let pdbs: Vec<&PodDisruptionBudget> = pdbs.iter().collect();
+            let pdbs: Vec<PodDisruptionBudget> = pdbs.iter().map(CachedPdb::to_pdb).collect();
             let namespace = NamespaceCache {
                 annotations: Some(&annotations),
                 pdbs: &pdbs,

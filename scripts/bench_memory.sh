@@ -13,7 +13,8 @@
 # saw of the product, until done and in that steady window.
 # Knobs: NODES (100), NAMESPACES (100), PER_NS (20), REPLICAS (2); QPS sets --kube-api-qps
 # (burst 2x) for a quicker convergence than the default 50 writes/s; HEAPTRACK=1 runs the
-# product under heaptrack and prints its allocations by call site when done.
+# product under heaptrack and prints its allocations by call site when done; PRODUCT_BIN runs
+# another build of the product (to compare side by side).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,7 @@ command -v python3 >/dev/null || { echo "error: python3 is needed (it writes the
 
 cargo build -q --release --bin eviction-autoscaler -p eviction-autoscaler
 cargo build -q --example cluster
+PRODUCT_BIN=${PRODUCT_BIN:-target/release/eviction-autoscaler}
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -103,7 +105,7 @@ LIMITS=()
 [[ -n $QPS ]] && LIMITS=(--kube-api-qps "$QPS" --kube-api-burst $((QPS * 2)))
 WRAP=()
 [[ -n ${HEAPTRACK:-} ]] && WRAP=(heaptrack -o "$WORK/heap")
-KUBECONFIG=$WORK/product POD_NAMESPACE=eviction-autoscaler "${WRAP[@]}" target/release/eviction-autoscaler run "${LIMITS[@]}" \
+KUBECONFIG=$WORK/product POD_NAMESPACE=eviction-autoscaler "${WRAP[@]}" "$PRODUCT_BIN" run "${LIMITS[@]}" \
     --webhook-addr 127.0.0.1:0 --health-addr 127.0.0.1:18481 \
     --tls-cert-file "$WORK/certs/tls.crt" --tls-key-file "$WORK/certs/tls.key" \
     --pdb-create=true --enabled-by-default=true 2>"$WORK/product.log" &

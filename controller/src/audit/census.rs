@@ -40,7 +40,7 @@ pub struct NamespaceCache<'a> {
     /// Its annotations (scope).
     pub annotations: Option<&'a BTreeMap<String, String>>,
     /// Its PDBs.
-    pub pdbs: &'a [&'a PodDisruptionBudget],
+    pub pdbs: &'a [PodDisruptionBudget],
     /// Its Deployments, as the compact cache gives them back.
     pub deployments: &'a [Deployment],
     /// Its HPAs and KEDA ScaledObjects (an autoscaler's maximum caps a surge).

@@ -10,12 +10,11 @@ use std::time::Duration;
 use eviction_autoscaler_shared::config::Config;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::reflector::ObjectRef;
 use tracing::warn;
 
 use super::context::Context;
-use super::kube::cached::CachedDeployment;
+use super::kube::cached::{CachedDeployment, CachedPdb};
 use super::kube::caches::Caches;
 use crate::audit::census::{Census, NamespaceCache};
 use crate::keda::ScaledObject;
@@ -50,21 +49,21 @@ pub async fn publish(ctx: &Arc<Context>) {
 /// What the census reads of one namespace, gathered in one pass over each cache.
 #[derive(Default)]
 struct Gathered<'a> {
-    pdbs: Vec<&'a PodDisruptionBudget>,
+    pdbs: Vec<&'a CachedPdb>,
     deployments: Vec<&'a CachedDeployment>,
     hpas: Vec<HorizontalPodAutoscaler>,
     scaled_objects: Vec<ScaledObject>,
 }
 
-/// The census of every cached PDB, one namespace at a time (a namespace's Deployments are
-/// rebuilt from the compact cache only while it is counted). Namespaces without a PDB are
+/// The census of every cached PDB, one namespace at a time (a namespace's Deployments and
+/// PDBs are rebuilt from the compact caches only while it is counted). Namespaces without a PDB are
 /// not looked at.
 fn census_of(caches: &Caches, config: &Config) -> Census {
     let (pdbs, deployments, hpas) = (caches.pdbs.state(), caches.deployments.state(), caches.hpas.state());
     let scaled_objects = caches.scaled_objects.read().ok().and_then(|s| s.as_ref().map(|s| s.state()));
     let mut by_namespace: HashMap<&str, Gathered> = HashMap::new();
     for pdb in &pdbs {
-        by_namespace.entry(pdb.metadata.namespace.as_deref().unwrap_or_default()).or_default().pdbs.push(pdb);
+        by_namespace.entry(pdb.meta().namespace().unwrap_or_default()).or_default().pdbs.push(pdb);
     }
     for deployment in &deployments {
         if let Some(gathered) = by_namespace.get_mut(deployment.namespace().unwrap_or_default()) {
@@ -86,11 +85,12 @@ fn census_of(caches: &Caches, config: &Config) -> Census {
     let mut census = Census::default();
     for (namespace, gathered) in by_namespace {
         let deployments: Vec<_> = gathered.deployments.iter().map(|d| d.to_deployment()).collect();
+        let pdbs: Vec<_> = gathered.pdbs.iter().map(|p| p.to_pdb()).collect();
         let ns = caches.namespaces.get(&ObjectRef::<Namespace>::new(namespace));
         census.count(
             NamespaceCache {
                 annotations: ns.as_ref().and_then(|n| n.metadata.annotations.as_ref()),
-                pdbs: &gathered.pdbs,
+                pdbs: &pdbs,
                 deployments: &deployments,
                 hpas: &gathered.hpas,
                 scaled_objects: &gathered.scaled_objects,

@@ -218,8 +218,8 @@ impl Context {
     /// Schedules every cached PDB now (start, new leadership, configuration changes).
     pub fn schedule_all_pdbs(&self) {
         for pdb in self.caches.pdbs.state() {
-            if let (Some(namespace), Some(name)) = (&pdb.metadata.namespace, &pdb.metadata.name) {
-                self.queues.pdbs.schedule_now((namespace.clone(), name.clone()));
+            if let Some(key) = pdb.meta().key() {
+                self.queues.pdbs.schedule_now(key);
             }
         }
     }

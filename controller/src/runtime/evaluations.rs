@@ -7,7 +7,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, info_span, warn};
 
 use super::context::Context;
@@ -144,7 +143,7 @@ async fn evaluate_default_pdb(ctx: Arc<Context>, key: ObjectKey) {
 /// One evaluation of PDB `key`: a default PDB handed over (`ownedBy` removed) or left by its
 /// Deployment, bounded by [`EVALUATION_TIMEOUT`].
 async fn evaluate_pdb(ctx: Arc<Context>, key: ObjectKey) {
-    let Some(cached) = ctx.caches.pdbs.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
+    let Some(cached) = ctx.caches.pdb(&key) else { return };
     let deadline = tokio::time::Instant::now() + EVALUATION_TIMEOUT;
     let reconcile = async { Ok(pdb_reconciler::reconcile_pdb(&ctx, &cached).await?) };
     let result = timed(&ctx, "pdb", deadline, reconcile).await;

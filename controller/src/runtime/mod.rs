@@ -41,8 +41,8 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use self::context::Context;
-use self::kube::cached::CachedDeployment;
-use self::kube::caches::{self, reflect, trim_eas, trim_hpa, trim_namespace, trim_node, trim_pdb};
+use self::kube::cached::{CachedDeployment, CachedEas, CachedPdb};
+use self::kube::caches::{self, reflect, trim_hpa, trim_namespace, trim_node};
 use self::kube::leader::{self, LeaseConfig, LeaseTimings};
 use self::kube::{crds, recorder};
 use self::metrics::Metrics;
@@ -144,42 +144,42 @@ impl Controller {
         let mut tasks = tokio::task::JoinSet::new();
         {
             let c = ctx.clone();
-            tasks.spawn(reflect(
-                Api::<Deployment>::all(client.clone()),
+            tasks.spawn(reflect::<Deployment, _, _>(
+                client.clone(),
                 writers.deployments,
                 CachedDeployment::from,
                 move |e| intake::on_deployment(&c, e),
             ));
             let c = ctx.clone();
-            tasks.spawn(reflect(
-                Api::<PodDisruptionBudget>::all(client.clone()),
+            tasks.spawn(reflect::<PodDisruptionBudget, _, _>(
+                client.clone(),
                 writers.pdbs,
-                trim_pdb,
+                CachedPdb::from,
                 move |e| intake::on_pdb(&c, e),
             ));
             let c = ctx.clone();
-            tasks.spawn(reflect(Api::<Node>::all(client.clone()), writers.nodes, trim_node, move |e| {
+            tasks.spawn(reflect::<Node, _, _>(client.clone(), writers.nodes, trim_node, move |e| {
                 intake::on_node(&c, e)
             }));
             let c = ctx.clone();
-            tasks.spawn(reflect(
-                Api::<Namespace>::all(client.clone()),
+            tasks.spawn(reflect::<Namespace, _, _>(
+                client.clone(),
                 writers.namespaces,
                 trim_namespace,
                 move |e| intake::on_namespace(&c, e),
             ));
             let c = ctx.clone();
-            tasks.spawn(reflect(
-                Api::<HorizontalPodAutoscaler>::all(client.clone()),
+            tasks.spawn(reflect::<HorizontalPodAutoscaler, _, _>(
+                client.clone(),
                 writers.hpas,
                 trim_hpa,
                 move |e| intake::on_hpa(&c, e),
             ));
             let c = ctx.clone();
-            tasks.spawn(reflect(
-                Api::<EvictionAutoScaler>::all(client.clone()),
+            tasks.spawn(reflect::<EvictionAutoScaler, _, _>(
+                client.clone(),
                 writers.eas,
-                trim_eas,
+                CachedEas::from,
                 move |e| intake::on_eas(&c, e),
             ));
         }
@@ -295,7 +295,7 @@ fn note_owned_pdbs_while_creation_is_off(ctx: &Context) {
     if ctx.config().pdb_create {
         return;
     }
-    let owned = ctx.caches.pdbs.state().iter().filter(|pdb| is_ours(&pdb.metadata)).count();
+    let owned = ctx.caches.pdbs.state().iter().filter(|pdb| is_ours(&pdb.to_pdb().metadata)).count();
     if owned > 0 {
         warn!(
             owned,

@@ -43,15 +43,9 @@ fn census(pdbs: &[PodDisruptionBudget], deployments: &[Deployment], in_scope: bo
     } else {
         BTreeMap::new()
     };
-    let pdbs: Vec<&PodDisruptionBudget> = pdbs.iter().collect();
     let mut census = Census::default();
-    let namespace = NamespaceCache {
-        annotations: Some(&annotations),
-        pdbs: &pdbs,
-        deployments,
-        hpas: &[],
-        scaled_objects: &[],
-    };
+    let namespace =
+        NamespaceCache { annotations: Some(&annotations), pdbs, deployments, hpas: &[], scaled_objects: &[] };
     census.count(namespace, &config());
     census
 }

@@ -149,7 +149,7 @@ mod tests {
             dw.apply_watcher_event(&Event::Apply(d.clone()));
         }
         for p in pdbs {
-            pw.apply_watcher_event(&Event::Apply(p.clone()));
+            pw.apply_watcher_event(&Event::Apply(p.clone().into()));
         }
         caches
     }

@@ -18,14 +18,12 @@ use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 use tracing::{debug, info, instrument};
 
 use super::context::Context;
-use super::kube::cached::CachedDeployment;
+use super::kube::cached::{CachedDeployment, CachedEas, CachedPdb};
 use super::queue::{Lane, ObjectKey};
 use crate::displaced::{SignaledPod, is_displaceable, owning_deployment, refused_eviction};
 use crate::eas::last_eviction_patch;
@@ -206,7 +204,8 @@ pub fn on_deployment(ctx: &Arc<Context>, event: &Event<CachedDeployment>) {
 /// PDB events: held evictions let through as its budget opens; its evicted pods remembered;
 /// what they make due
 /// ([`affected::by_pdb`]).
-pub fn on_pdb(ctx: &Arc<Context>, event: &Event<PodDisruptionBudget>) {
+pub fn on_pdb(ctx: &Arc<Context>, event: &Event<CachedPdb>) {
+    let event = &as_cached(event, CachedPdb::to_pdb);
     if let Event::Apply(pdb) | Event::InitApply(pdb) = event {
         ctx.holds.pdb_changed(pdb);
         ctx.accepted_evictions.saw(pdb, tokio::time::Instant::now());
@@ -229,6 +228,17 @@ pub fn on_namespace(ctx: &Arc<Context>, event: &Event<Namespace>) {
     schedule(ctx, affected::by_namespace(event, &ctx.caches));
 }
 
+/// `event` with its object as decisions take it (from its compact cache entry).
+fn as_cached<C, K>(event: &Event<C>, to_object: fn(&C) -> K) -> Event<K> {
+    match event {
+        Event::Apply(c) => Event::Apply(to_object(c)),
+        Event::InitApply(c) => Event::InitApply(to_object(c)),
+        Event::Delete(c) => Event::Delete(to_object(c)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 fn schedule(ctx: &Context, due: affected::Due) {
     for key in due.deployments {
         ctx.queues.deployments.schedule_now(key);
@@ -240,7 +250,8 @@ fn schedule(ctx: &Context, due: affected::Due) {
 
 /// EAS events: a `spec.lastEviction` within the signal window is a signal (another replica
 /// may have seen it); any change re-evaluates the target ([`affected::by_eas`]).
-pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
+pub fn on_eas(ctx: &Arc<Context>, event: &Event<CachedEas>) {
+    let event = &as_cached(event, CachedEas::to_eas);
     let eas = match event {
         Event::Apply(eas) | Event::InitApply(eas) => eas,
         Event::Delete(eas) => {
@@ -269,7 +280,7 @@ pub fn on_eas(ctx: &Arc<Context>, event: &Event<EvictionAutoScaler>) {
 /// replica has not seen: recorded and its Deployment made due, as a webhook signal would be.
 /// Only the holder runs it; followers wrote these in the first place.
 pub async fn eas_signal(ctx: Arc<Context>, key: ObjectKey) {
-    let Some(eas) = ctx.caches.eas.get(&ObjectRef::new(&key.1).within(&key.0)) else { return };
+    let Some(eas) = ctx.caches.eas(&key.0, &key.1) else { return };
     let namespace = key.0;
     let Some(last) = eas.spec.last_eviction.clone() else { return };
     let Some(at) = last.eviction_time.map(|t| t.0) else { return };

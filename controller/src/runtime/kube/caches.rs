@@ -1,8 +1,10 @@
 //! Reflector caches: Deployments, PDBs, Nodes, Namespaces, HPAs, EvictionAutoScalers, and
 //! KEDA ScaledObjects once their CRD exists. No Pod cache: pods are read on demand.
 //!
-//! Objects are trimmed before they are stored (fields never read are dropped to bound
-//! memory). Cached copies are for deciding only; every write re-reads its object first.
+//! Objects are decoded without managedFields and kubectl's last-applied copy (`decode`), and
+//! stored trimmed or compact (`cached`): fields never read are dropped to bound memory.
+//! Cached copies are for deciding only; a write carries only what it changes, guarded by the
+//! resourceVersion it was decided on.
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -14,15 +16,15 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Namespace, Node};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector::{self, Lookup, Store, store::Writer};
+use kube::runtime::reflector::{self, Lookup, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
-use super::cached::{CachedDeployment, LAST_APPLIED};
+use super::cached::{CachedDeployment, CachedEas, CachedPdb};
+use super::decode::Decoded;
 use crate::eas::{pdb_covers, pdb_selects};
 use crate::keda::ScaledObject;
 use crate::runtime::queue::ObjectKey;
@@ -32,16 +34,16 @@ use crate::runtime::queue::ObjectKey;
 pub struct Caches {
     /// Deployments, the fields decisions read ([`CachedDeployment`]).
     pub deployments: Store<CachedDeployment>,
-    /// PodDisruptionBudgets.
-    pub pdbs: Store<PodDisruptionBudget>,
+    /// PodDisruptionBudgets, the fields decisions read ([`CachedPdb`]).
+    pub pdbs: Store<CachedPdb>,
     /// Nodes (spec only).
     pub nodes: Store<Node>,
     /// Namespaces (metadata only).
     pub namespaces: Store<Namespace>,
     /// HorizontalPodAutoscalers (status dropped).
     pub hpas: Store<HorizontalPodAutoscaler>,
-    /// EvictionAutoScalers.
-    pub eas: Store<EvictionAutoScaler>,
+    /// EvictionAutoScalers ([`CachedEas`]).
+    pub eas: Store<CachedEas>,
     /// KEDA ScaledObjects, present once the CRD is installed.
     pub scaled_objects: Arc<RwLock<Option<Store<ScaledObject>>>>,
 }
@@ -49,11 +51,11 @@ pub struct Caches {
 /// The write halves, consumed by the watch tasks.
 pub struct Writers {
     pub(crate) deployments: Writer<CachedDeployment>,
-    pub(crate) pdbs: Writer<PodDisruptionBudget>,
+    pub(crate) pdbs: Writer<CachedPdb>,
     pub(crate) nodes: Writer<Node>,
     pub(crate) namespaces: Writer<Namespace>,
     pub(crate) hpas: Writer<HorizontalPodAutoscaler>,
-    pub(crate) eas: Writer<EvictionAutoScaler>,
+    pub(crate) eas: Writer<CachedEas>,
 }
 
 /// Creates empty caches and their writers.
@@ -104,7 +106,9 @@ impl Caches {
             .deployments
             .state()
             .iter()
-            .filter(|d| d.namespace() == namespace && pdb_selects(pdb, namespace, d.template_labels()))
+            .filter(|d| {
+                d.namespace() == namespace && pdb_selects(pdb, namespace, d.template_labels().as_ref())
+            })
             .filter_map(|d| d.key())
             .collect();
         keys.sort();
@@ -113,8 +117,9 @@ impl Caches {
 
     /// Cached PDBs covering the pods of `deployment`, by name.
     pub fn pdbs_covering(&self, deployment: &Deployment) -> Vec<PodDisruptionBudget> {
-        let mut pdbs: Vec<PodDisruptionBudget> =
-            self.pdbs.state().iter().filter(|p| pdb_covers(p, deployment)).map(|p| (**p).clone()).collect();
+        let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
+        let mut pdbs = self.pdbs_in(namespace);
+        pdbs.retain(|p| pdb_covers(p, deployment));
         pdbs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         pdbs
     }
@@ -137,9 +142,20 @@ impl Caches {
         in_namespace(&self.hpas.state(), namespace)
     }
 
+    /// The cached EvictionAutoScaler `name` in `namespace`.
+    pub fn eas(&self, namespace: &str, name: &str) -> Option<EvictionAutoScaler> {
+        self.eas.get(&ObjectRef::new(name).within(namespace)).map(|e| e.to_eas())
+    }
+
     /// Cached PDBs in `namespace`.
     pub fn pdbs_in(&self, namespace: &str) -> Vec<PodDisruptionBudget> {
-        in_namespace(&self.pdbs.state(), namespace)
+        let all = self.pdbs.state();
+        all.iter().filter(|p| p.meta().namespace() == Some(namespace)).map(|p| p.to_pdb()).collect()
+    }
+
+    /// The cached PDB `key`.
+    pub fn pdb(&self, key: &ObjectKey) -> Option<PodDisruptionBudget> {
+        self.pdbs.get(&ObjectRef::new(&key.1).within(&key.0)).map(|p| p.to_pdb())
     }
 
     /// ScaledObjects in `namespace` (none while KEDA is not installed).
@@ -158,17 +174,8 @@ fn in_namespace<K: Resource + Clone>(objects: &[Arc<K>], namespace: &str) -> Vec
         .collect()
 }
 
-/// Every kind: managedFields and kubectl's last-applied copy are never read.
-fn trim_metadata(meta: &mut ObjectMeta) {
-    meta.managed_fields = None;
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.remove(LAST_APPLIED);
-    }
-}
-
 /// Nodes: only `spec.unschedulable` and taints are read.
 pub fn trim_node(mut n: Node) -> Node {
-    trim_metadata(&mut n.metadata);
     n.metadata.annotations = None;
     n.metadata.labels = None;
     n.status = None;
@@ -177,49 +184,31 @@ pub fn trim_node(mut n: Node) -> Node {
 
 /// Namespaces: only name and annotations are read.
 pub fn trim_namespace(mut n: Namespace) -> Namespace {
-    trim_metadata(&mut n.metadata);
     n.metadata.labels = None;
     n.spec = None;
     n.status = None;
     n
 }
 
-/// PDBs: spec, the status counts and the disrupted pods (evictions accepted a moment ago,
-/// usually none) are read, not the conditions.
-pub fn trim_pdb(mut p: PodDisruptionBudget) -> PodDisruptionBudget {
-    trim_metadata(&mut p.metadata);
-    if let Some(status) = p.status.as_mut() {
-        status.conditions = None;
-    }
-    p
-}
-
 /// HPAs: spec is read, status is not.
 pub fn trim_hpa(mut h: HorizontalPodAutoscaler) -> HorizontalPodAutoscaler {
-    trim_metadata(&mut h.metadata);
     h.status = None;
     h
 }
 
-/// EvictionAutoScalers: everything but managedFields is read.
-pub fn trim_eas(mut e: EvictionAutoScaler) -> EvictionAutoScaler {
-    trim_metadata(&mut e.metadata);
-    e
-}
-
-/// ScaledObjects: only the modelled spec is kept by the type itself.
-pub fn trim_scaled_object(mut s: ScaledObject) -> ScaledObject {
-    trim_metadata(&mut s.metadata);
-    s
-}
-
-/// What a cache keeps of a `K`: `K` itself with fields dropped (the `trim_*` functions), or a
-/// compact type ([`CachedDeployment`]).
+/// What a cache keeps of a `K` (decoded without managedFields and kubectl's last-applied
+/// copy): `K` itself, with fields dropped (the `trim_*` functions), or a compact type
+/// ([`CachedDeployment`], [`CachedPdb`], [`CachedEas`]).
 pub type Cache<K, C> = fn(K) -> C;
 
-/// Runs one reflector until its stream ends: stores what `cache` keeps of every object, then
-/// calls `on_event` with the cached form.
-pub async fn reflect<K, C, F>(api: Api<K>, mut writer: Writer<C>, cache: Cache<K, C>, mut on_event: F)
+/// Objects per page of the initial list: each page is held as text and decoded whole before
+/// the caches take its objects, so a page is transient memory (kube's default is 500).
+const LIST_PAGE: u32 = 100;
+
+/// Runs one reflector of every `K` in the cluster until its stream ends: stores what `cache`
+/// keeps of every object, then calls `on_event` with the cached form. Objects are decoded
+/// without what no cache keeps ([`Decoded`]).
+pub async fn reflect<K, C, F>(client: Client, mut writer: Writer<C>, cache: Cache<K, C>, mut on_event: F)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default,
@@ -227,7 +216,8 @@ where
     C::DynamicType: Eq + Hash + Clone,
     F: FnMut(&watcher::Event<C>),
 {
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let api = Api::<Decoded<K>>::all(client);
+    let stream = watcher(api, watcher::Config::default().page_size(LIST_PAGE)).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
         match event {
@@ -257,12 +247,12 @@ where
 }
 
 /// `event` with its object as the cache keeps it.
-fn cached<K, C>(event: watcher::Event<K>, cache: Cache<K, C>) -> watcher::Event<C> {
+fn cached<K, C>(event: watcher::Event<Decoded<K>>, cache: Cache<K, C>) -> watcher::Event<C> {
     use watcher::Event;
     match event {
-        Event::Apply(object) => Event::Apply(cache(object)),
-        Event::Delete(object) => Event::Delete(cache(object)),
-        Event::InitApply(object) => Event::InitApply(cache(object)),
+        Event::Apply(Decoded(object)) => Event::Apply(cache(object)),
+        Event::Delete(Decoded(object)) => Event::Delete(cache(object)),
+        Event::InitApply(Decoded(object)) => Event::InitApply(cache(object)),
         Event::Init => Event::Init,
         Event::InitDone => Event::InitDone,
     }
@@ -279,8 +269,6 @@ mod tests {
     use super::*;
 
     use k8s_openapi::api::core::v1::{NodeSpec, NodeStatus};
-    use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
     #[test]
     fn an_expired_watch_is_routine_and_other_watch_errors_are_not() {
@@ -293,24 +281,6 @@ mod tests {
 
     #[test]
     fn trims_keep_what_decisions_read() {
-        let p = PodDisruptionBudget {
-            status: Some(PodDisruptionBudgetStatus {
-                disruptions_allowed: 1,
-                conditions: Some(vec![Condition {
-                    type_: "DisruptionAllowed".into(),
-                    status: "True".into(),
-                    reason: "SufficientPods".into(),
-                    message: String::new(),
-                    last_transition_time: Time(jiff::Timestamp::UNIX_EPOCH),
-                    observed_generation: None,
-                }]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let status = trim_pdb(p).status.expect("status");
-        assert_eq!((status.disruptions_allowed, status.conditions), (1, None));
-
         let n = Node {
             spec: Some(NodeSpec { unschedulable: Some(true), ..Default::default() }),
             status: Some(NodeStatus::default()),

@@ -9,7 +9,7 @@ use kube::api::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tracing::{info, warn};
 
-use super::caches::{reflect, trim_scaled_object};
+use super::caches::reflect;
 use crate::keda::ScaledObject;
 use crate::pdb::{CRD_NAME, live_crd_uid};
 use crate::runtime::context::Context;
@@ -88,8 +88,10 @@ pub async fn watch_keda(ctx: Arc<Context>) {
         if let Ok(mut slot) = ctx.caches.scaled_objects.write() {
             *slot = Some(store);
         }
-        let api = Api::<ScaledObject>::all(ctx.client.clone());
-        reflect(api, writer, trim_scaled_object, |e| intake::on_scaled_object(&ctx, e)).await;
+        reflect::<ScaledObject, _, _>(ctx.client.clone(), writer, std::convert::identity, |e| {
+            intake::on_scaled_object(&ctx, e)
+        })
+        .await;
     };
     tokio::join!(crd, cache);
 }

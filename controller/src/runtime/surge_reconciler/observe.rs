@@ -2,8 +2,6 @@
 //! read on demand (one LIST per draining node, shared; a label-selected LIST of Pending pods
 //! while surged). Observing only reads: the reconciler records what it decided.
 
-use std::sync::Arc;
-
 use eviction_autoscaler_shared::config::SurgeTrigger;
 use eviction_autoscaler_shared::crd::EvictionAutoScaler;
 use eviction_autoscaler_shared::selector;
@@ -12,7 +10,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ListParams};
-use kube::runtime::reflector::ObjectRef;
 
 use super::memory::Recalled;
 use crate::displaced::{self, SignaledPod, accepted_evictions, displacement, owning_deployment};
@@ -53,8 +50,8 @@ pub async fn read_own_pods(ctx: &Context, deployment: &Deployment) -> Result<Opt
 }
 
 /// The EAS named like `pdb` in `namespace`, from the cache.
-pub fn cached_eas(ctx: &Context, namespace: &str, pdb: &str) -> Option<Arc<EvictionAutoScaler>> {
-    ctx.caches.eas.get(&ObjectRef::new(pdb).within(namespace))
+pub fn cached_eas(ctx: &Context, namespace: &str, pdb: &str) -> Option<EvictionAutoScaler> {
+    ctx.caches.eas(namespace, pdb)
 }
 
 /// How long signals are remembered: the signal window, or max-hold if longer (a surge's hold
