@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus, D
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{CachedMeta, CachedSelector, CompactMap, lookup_as};
+use super::meta::{CachedMeta, CachedSelector, CompactMap, lookup_as};
 use crate::runtime::queue::ObjectKey;
 
 /// A cached Deployment. Not its labels, pod spec, template annotations or status conditions.

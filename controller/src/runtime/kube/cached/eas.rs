@@ -3,7 +3,7 @@
 
 use eviction_autoscaler_shared::crd::{EvictionAutoScaler, EvictionAutoScalerSpec, EvictionAutoScalerStatus};
 
-use super::{CachedMeta, lookup_as};
+use super::meta::{CachedMeta, lookup_as};
 
 /// A cached EvictionAutoScaler.
 #[derive(Clone, Debug, PartialEq)]

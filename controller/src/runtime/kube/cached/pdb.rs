@@ -3,7 +3,7 @@
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::{CachedMeta, CachedSelector, lookup_as};
+use super::meta::{CachedMeta, CachedSelector, lookup_as};
 
 /// A cached PodDisruptionBudget. Not its status conditions (the counts say the same).
 #[derive(Clone, Debug, PartialEq)]
