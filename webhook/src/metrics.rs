@@ -8,7 +8,6 @@ use eviction_autoscaler_shared::admission::HoldEnd;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
@@ -135,7 +134,6 @@ pub struct Metrics {
     objects_dropped: Counter,
     holds: Family<HoldLabels, Counter>,
     hold_durations: Histogram,
-    holding: Gauge,
     cert_reloads: Counter,
     cert_reload_failures: Counter,
     cert_rotations: Counter,
@@ -185,7 +183,6 @@ impl Metrics {
             objects_dropped: Counter::default(),
             holds,
             hold_durations: Histogram::new(HOLD_BUCKETS),
-            holding: Gauge::default(),
             cert_reloads: Counter::default(),
             cert_reload_failures: Counter::default(),
             cert_rotations: Counter::default(),
@@ -237,11 +234,6 @@ impl Metrics {
              shed (over the replica's cap, answered at once), stopped (the surge could not help any more), \
              shutdown",
             self.holds.clone(),
-        );
-        registry.register(
-            "webhook_evictions_holding",
-            "Evictions held right now, waiting for their budget to open",
-            self.holding.clone(),
         );
         registry.register_with_unit(
             "webhook_eviction_hold_duration",
@@ -314,18 +306,6 @@ impl Metrics {
 
     pub(crate) fn object_dropped(&self) {
         self.objects_dropped.inc();
-    }
-
-    /// Counts a held eviction in `webhook_evictions_holding` until the guard is dropped.
-    pub(crate) fn holding(&self) -> impl Drop + use<> {
-        struct Holding(Gauge);
-        impl Drop for Holding {
-            fn drop(&mut self) {
-                self.0.dec();
-            }
-        }
-        self.holding.inc();
-        Holding(self.holding.clone())
     }
 
     pub(crate) fn hold_ended(&self, end: HoldEnd, seconds: f64) {

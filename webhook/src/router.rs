@@ -251,7 +251,6 @@ async fn handle_eviction(state: &Shared, request: Request) -> Handled {
     }
     state.metrics.signal_emitted();
     let Some((answer_by, answered)) = held else { return Ok((Outcome::allowed, response)) };
-    let _holding = state.metrics.holding();
     match hold(answered, answer_by).await {
         Some(end) => {
             state.metrics.hold_ended(end, started.elapsed().as_secs_f64());

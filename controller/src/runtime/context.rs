@@ -111,6 +111,7 @@ impl Context {
         let gate = WriteGate::new();
         // One limit for every write of the process, as client-go has one per client config.
         let limit = RateLimit::new(config.clone(), metrics.writes_rate_limited.clone());
+        let holds = HeldEvictions::new(metrics.evictions_holding.clone());
         Self {
             client: writer(client.clone(), limit.clone(), Some(gate.clone()), metrics.writes.clone()),
             any_replica: writer(client, limit, None, metrics.writes.clone()),
@@ -129,7 +130,7 @@ impl Context {
             default_pdbs: PdbMemory::default(),
             eas_writes: Recent::new(EAS_WRITE_EVERY),
             skipped_owners: Recent::new(SKIP_REPORT_EVERY),
-            holds: HeldEvictions::default(),
+            holds,
             holding,
             expired_holds: Recent::new(EXPIRED_HOLD_REPORT_EVERY),
         }

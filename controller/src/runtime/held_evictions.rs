@@ -9,6 +9,7 @@ use std::time::Duration;
 use eviction_autoscaler_shared::admission::{EvictionHold, HoldEnd};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use parking_lot::Mutex;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::time::Instant;
 
 use super::queue::ObjectKey;
@@ -68,6 +69,8 @@ impl PdbHolds {
 #[derive(Debug, Default)]
 pub struct HeldEvictions {
     inner: Mutex<Inner>,
+    /// `webhook_evictions_holding`: set under the lock, where the cap is kept.
+    holding: Gauge,
 }
 
 #[derive(Debug, Default)]
@@ -90,6 +93,17 @@ impl Inner {
 }
 
 impl HeldEvictions {
+    /// No eviction held yet; `holding` counts them from now on.
+    pub fn new(holding: Gauge) -> Self {
+        Self { inner: Mutex::default(), holding }
+    }
+
+    /// Ends a change: forgets emptied PDBs and publishes the count.
+    fn settle(&self, inner: &mut Inner) {
+        inner.forget_empty();
+        self.holding.set((inner.held(true) + inner.held(false)) as i64);
+    }
+
     /// Holds the eviction of `pod` of `deployment` until `pdb` (as cached now) opens; answered
     /// at once if the budget is open already, or [`HoldEnd::Shed`] over the replica's cap.
     /// Returns the hold's id while it waits, for [`HeldEvictions::expire`].
@@ -117,7 +131,7 @@ impl HeldEvictions {
         holds.waiting.push_back(Held { id, pod, deployment, exempt: hold.exempt, answer: hold.answer });
         holds.release(pdb, Instant::now());
         let waiting = holds.waiting.iter().any(|h| h.id == id);
-        inner.forget_empty();
+        self.settle(&mut inner);
         waiting.then_some(id)
     }
 
@@ -127,7 +141,7 @@ impl HeldEvictions {
         let mut inner = self.inner.lock();
         if let Some(holds) = inner.by_pdb.get_mut(&key) {
             holds.release(pdb, Instant::now());
-            inner.forget_empty();
+            self.settle(&mut inner);
         }
     }
 
@@ -138,7 +152,7 @@ impl HeldEvictions {
         let holds = inner.by_pdb.get_mut(pdb)?;
         let at = holds.waiting.iter().position(|h| h.id == id)?;
         let held = holds.waiting.remove(at)?;
-        inner.forget_empty();
+        self.settle(&mut inner);
         // Reported even when the webhook gave up at the same moment (the call's deadline).
         let _ = held.answer.send(HoldEnd::Expired);
         Some((held.deployment, held.pod))
@@ -151,7 +165,7 @@ impl HeldEvictions {
             for held in holds.waiting.drain(..) {
                 let _ = held.answer.send(HoldEnd::Stopped);
             }
-            inner.forget_empty();
+            self.settle(&mut inner);
         }
     }
 
@@ -161,7 +175,7 @@ impl HeldEvictions {
         for held in inner.by_pdb.values_mut().flat_map(|p| p.waiting.drain(..)) {
             let _ = held.answer.send(end);
         }
-        inner.forget_empty();
+        self.settle(&mut inner);
     }
 
     /// Shutting down: answers every held eviction [`HoldEnd::Shutdown`], and any hold asked
@@ -169,17 +183,6 @@ impl HeldEvictions {
     pub fn shut(&self) {
         self.inner.lock().shut = true;
         self.answer_all(HoldEnd::Shutdown);
-    }
-
-    /// Evictions held now.
-    pub fn len(&self) -> usize {
-        let inner = self.inner.lock();
-        inner.held(true) + inner.held(false)
-    }
-
-    /// Whether none is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -228,7 +231,7 @@ mod tests {
         let holds = HeldEvictions::default();
         let (_, mut a) = hold(&holds, &pdb(0, &[]), "a");
         let (_, mut b) = hold(&holds, &pdb(0, &[]), "b");
-        assert_eq!(holds.len(), 2);
+        assert_eq!(holds.holding.get(), 2);
         holds.pdb_changed(&pdb(1, &[]));
         assert_eq!(a.try_recv(), Ok(HoldEnd::Opened), "the first to come");
         assert!(b.try_recv().is_err(), "one disruption allowed, one let through");
@@ -238,7 +241,7 @@ mod tests {
         assert!(b.try_recv().is_err(), "a's eviction used the budget");
         holds.pdb_changed(&pdb(1, &["a"]));
         assert_eq!(b.try_recv(), Ok(HoldEnd::Opened), "the next opening");
-        assert!(holds.is_empty());
+        assert_eq!(holds.holding.get(), 0);
     }
 
     #[tokio::test]
@@ -246,6 +249,7 @@ mod tests {
         let holds = HeldEvictions::default();
         let (id, mut a) = hold(&holds, &pdb(1, &[]), "a");
         assert_eq!((id, a.try_recv()), (None, Ok(HoldEnd::Opened)));
+        assert_eq!(holds.holding.get(), 0, "answered at once, never counted as held");
         let (id, mut b) = hold(&holds, &pdb(0, &[]), "b");
         let id = id.expect("waiting");
         assert_eq!(
@@ -268,12 +272,15 @@ mod tests {
         let (over, mut shed) = ticket(false);
         assert_eq!(holds.hold(&pdb(0, &[]), ("shop".into(), "web".into()), "over".into(), over), None);
         assert_eq!(shed.try_recv(), Ok(HoldEnd::Shed));
+        assert_eq!(holds.holding.get(), HELD_PER_REPLICA as i64, "the shed one never counted as held");
         let (admin, _admin_answer) = ticket(true);
         assert!(holds.hold(&pdb(0, &[]), ("shop".into(), "web".into()), "admin".into(), admin).is_some());
+        assert_eq!(holds.holding.get(), HELD_PER_REPLICA as i64 + 1);
 
         drop(waiting.pop()); // the webhook stopped waiting for one: its seat is free again
         let (next, _next_answer) = ticket(false);
         assert!(holds.hold(&pdb(0, &[]), ("shop".into(), "web".into()), "next".into(), next).is_some());
+        assert_eq!(holds.holding.get(), HELD_PER_REPLICA as i64 + 1);
     }
 
     #[tokio::test]
@@ -285,12 +292,12 @@ mod tests {
         let (_, mut b) = hold(&holds, &pdb(0, &[]), "b");
         holds.shut();
         assert_eq!(b.try_recv(), Ok(HoldEnd::Shutdown));
-        assert!(holds.is_empty());
+        assert_eq!(holds.holding.get(), 0);
         // A signal still in intake when the process began shutting down holds nothing: else
         // it would keep the webhook (and the process) waiting, and report its expiry after the
         // Lease was released.
         let (late, mut c) = hold(&holds, &pdb(0, &[]), "c");
         assert_eq!((late, c.try_recv()), (None, Ok(HoldEnd::Shutdown)));
-        assert!(holds.is_empty());
+        assert_eq!(holds.holding.get(), 0);
     }
 }

@@ -113,6 +113,9 @@ pub struct Metrics {
     pub surges_overdue: Gauge,
     /// 1 while this replica holds the Lease (or leader election is off), else 0.
     pub leader: Gauge,
+    /// Evictions this replica's webhook holds now, counted where each hold is registered (so
+    /// never above the cap, and an eviction answered at once is never counted).
+    pub evictions_holding: Gauge,
     /// Deployments currently degraded, by reason.
     pub degraded: Family<ReasonLabel, Gauge>,
     /// An episode's first trigger (a blocking eviction signal, or the drain edge of a node the
@@ -153,6 +156,7 @@ impl Metrics {
             active_surges: Gauge::default(),
             surges_overdue: Gauge::default(),
             leader: Gauge::default(),
+            evictions_holding: Gauge::default(),
             degraded: Family::default(),
             signal_to_scale_latency: Histogram::new(LATENCY_BUCKETS.iter().copied()),
             pdbs: Family::default(),
@@ -204,6 +208,12 @@ impl Metrics {
             self.surges_overdue.clone(),
         );
         registry.register("leader", "1 while this replica holds the Lease, else 0", self.leader.clone());
+        // Named for the webhook, whose calls it counts; the controller registers the holds.
+        registry.register(
+            "webhook_evictions_holding",
+            "Evictions held right now, waiting for their budget to open",
+            self.evictions_holding.clone(),
+        );
         registry.register(
             "degraded",
             "Deployments whose surge is degraded, by reason",
