@@ -216,6 +216,7 @@ mod tests {
         let name = full.metadata.name.clone().expect("name");
         let namespace = full.metadata.namespace.clone().expect("namespace");
         assert_eq!(by_ref, ObjectRef::<CachedDeployment>::new(&name).within(&namespace));
+        assert_eq!((by_ref.extra.uid, by_ref.extra.resource_version), (None, None), "keys stay small");
         assert_eq!(cached.key(), Some((namespace, name)));
     }
 

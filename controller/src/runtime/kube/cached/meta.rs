@@ -165,12 +165,14 @@ macro_rules! lookup_as {
                 self.meta.namespace().map(std::borrow::Cow::Borrowed)
             }
 
+            // The stores' keys leave these out: a copy of each in every key would be two more
+            // strings per cached object, and nothing reads a key's. Read them on the object.
             fn resource_version(&self) -> Option<std::borrow::Cow<'_, str>> {
-                self.meta.resource_version().map(std::borrow::Cow::Borrowed)
+                None
             }
 
             fn uid(&self) -> Option<std::borrow::Cow<'_, str>> {
-                self.meta.uid().map(std::borrow::Cow::Borrowed)
+                None
             }
         }
     };
