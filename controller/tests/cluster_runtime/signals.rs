@@ -130,8 +130,13 @@ spec:
         marks.get("eviction-autoscaler.azure.com/original-min-replicas").map(String::as_str),
         Some("1")
     );
-    let d = deployments.get("web").await.expect("deployment");
-    assert_eq!(d.spec.and_then(|s| s.replicas), Some(2), "Deployment scaled at once");
+    // The HPA is written first, then the Deployment (its autoscaler acts on its own schedule):
+    // read right after the HPA, the Deployment may not be scaled yet.
+    eventually("Deployment scaled at once, not on the HPA's schedule", Duration::from_secs(2), || async {
+        let d = deployments.get("web").await.ok()?;
+        (d.spec.and_then(|s| s.replicas) == Some(2)).then_some(())
+    })
+    .await;
 
     let params = PatchParams::default();
     let nodes: Api<Node> = Api::all(client.clone());
