@@ -1,21 +1,59 @@
 //! The EvictionAutoScaler cache's entry: metadata, spec and status, every field the product
-//! writes, in compact metadata.
+//! writes, in compact metadata and conditions.
 
 use eviction_autoscaler_shared::crd::{EvictionAutoScaler, EvictionAutoScalerSpec, EvictionAutoScalerStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use super::meta::{CachedMeta, lookup_as};
+use super::meta::{CachedMeta, Packed, lookup_as};
 
 /// A cached EvictionAutoScaler.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CachedEas {
     meta: CachedMeta,
     spec: EvictionAutoScalerSpec,
-    status: Option<EvictionAutoScalerStatus>,
+    /// The status, its conditions kept apart (compact) and left empty in it.
+    status: Option<(EvictionAutoScalerStatus, Box<[CachedCondition]>)>,
+}
+
+/// A status condition: its four strings [`Packed`] (type, status, reason, message).
+#[derive(Clone, Debug, PartialEq)]
+struct CachedCondition {
+    strings: Packed,
+    last_transition_time: Time,
+    observed_generation: Option<i64>,
+}
+
+impl From<Condition> for CachedCondition {
+    fn from(c: Condition) -> Self {
+        CachedCondition {
+            strings: Packed::of([&c.type_, &c.status, &c.reason, &c.message]),
+            last_transition_time: c.last_transition_time,
+            observed_generation: c.observed_generation,
+        }
+    }
+}
+
+impl CachedCondition {
+    fn to_condition(&self) -> Condition {
+        let [type_, status, reason, message] = self.strings.to_strings();
+        Condition {
+            type_,
+            status,
+            reason,
+            message,
+            last_transition_time: self.last_transition_time.clone(),
+            observed_generation: self.observed_generation,
+        }
+    }
 }
 
 impl From<EvictionAutoScaler> for CachedEas {
     fn from(eas: EvictionAutoScaler) -> Self {
-        CachedEas { meta: eas.metadata.into(), spec: eas.spec, status: eas.status }
+        let status = eas.status.map(|mut status| {
+            let conditions = std::mem::take(&mut status.conditions);
+            (status, conditions.into_iter().map(CachedCondition::from).collect())
+        });
+        CachedEas { meta: eas.metadata.into(), spec: eas.spec, status }
     }
 }
 
@@ -25,7 +63,10 @@ impl CachedEas {
         EvictionAutoScaler {
             metadata: self.meta.to_meta(),
             spec: self.spec.clone(),
-            status: self.status.clone(),
+            status: self.status.as_ref().map(|(status, conditions)| EvictionAutoScalerStatus {
+                conditions: conditions.iter().map(CachedCondition::to_condition).collect(),
+                ..status.clone()
+            }),
         }
     }
 }
@@ -50,7 +91,9 @@ mod tests {
                 "lastEviction": {"podName": "web-1", "evictionTime": "2026-12-07T10:00:00Z"}},
             "status": {"minReplicas": 1, "surgeReplicas": 1, "targetReplicas": 2, "observedGeneration": 2,
                 "conditions": [{"type": "Ready", "status": "True", "reason": "Surged", "message": "m",
-                    "lastTransitionTime": "2026-12-07T10:00:00Z"}]},
+                    "lastTransitionTime": "2026-12-07T10:00:00Z"},
+                    {"type": "Degraded", "status": "False", "reason": "", "message": "",
+                    "lastTransitionTime": "2026-12-07T09:00:00Z", "observedGeneration": 2}]},
         }))
         .expect("an EAS");
         let cached = CachedEas::from(full.clone()).to_eas();

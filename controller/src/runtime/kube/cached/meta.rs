@@ -9,21 +9,82 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use crate::runtime::queue::ObjectKey;
 
-/// A string map (labels, annotations, a selector's labels) as a cache keeps it: its entries in
-/// key order in one allocation.
+/// Strings packed into one allocation, each as a 4-byte length and its bytes (`u32::MAX`:
+/// absent): a cache entry's strings are mostly a few bytes long, and glibc gives each its own
+/// 32-byte chunk (a `String` adds 24 bytes inline besides).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CompactMap(Option<Box<[(String, String)]>>);
+pub(super) struct Packed(Box<[u8]>);
+
+impl<'a> FromIterator<Option<&'a str>> for Packed {
+    fn from_iter<I: IntoIterator<Item = Option<&'a str>>>(strings: I) -> Self {
+        let mut packed = Vec::new();
+        for string in strings {
+            // An object is at most a few MiB: no string reaches u32::MAX bytes.
+            let len = string.map_or(u32::MAX, |s| s.len() as u32);
+            packed.extend_from_slice(&len.to_le_bytes());
+            packed.extend_from_slice(string.unwrap_or_default().as_bytes());
+        }
+        Packed(packed.into_boxed_slice())
+    }
+}
+
+impl Packed {
+    /// The strings in the order packed.
+    pub(super) fn iter(&self) -> impl Iterator<Item = Option<&str>> {
+        let mut rest: &[u8] = &self.0;
+        std::iter::from_fn(move || {
+            let (len, after) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len);
+            if len == u32::MAX {
+                rest = after;
+                return Some(None);
+            }
+            let (bytes, after) = after.split_at_checked(len as usize)?;
+            rest = after;
+            // Packed from `&str`s, so always UTF-8.
+            Some(std::str::from_utf8(bytes).ok())
+        })
+    }
+
+    /// `N` strings, all present.
+    pub(super) fn of<const N: usize>(strings: [&str; N]) -> Self {
+        strings.into_iter().map(Some).collect()
+    }
+
+    /// The first `N` strings, owned (absent ones empty).
+    pub(super) fn to_strings<const N: usize>(&self) -> [String; N] {
+        let mut strings = self.iter();
+        std::array::from_fn(|_| strings.next().flatten().unwrap_or_default().to_owned())
+    }
+
+    /// The `index`th string.
+    pub(super) fn get(&self, index: usize) -> Option<&str> {
+        self.iter().nth(index).flatten()
+    }
+}
+
+/// A string map (labels, annotations, a selector's labels) as a cache keeps it: its keys and
+/// values in key order, [`Packed`] into one allocation (a `BTreeMap` allocates a 544-byte node
+/// for even one entry, and each string one more).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompactMap(Option<Packed>);
 
 impl From<Option<BTreeMap<String, String>>> for CompactMap {
     fn from(map: Option<BTreeMap<String, String>>) -> Self {
-        CompactMap(map.map(|m| m.into_iter().collect()))
+        CompactMap(map.map(|m| m.iter().flat_map(|(k, v)| [Some(k.as_str()), Some(v.as_str())]).collect()))
     }
 }
 
 impl CompactMap {
     /// The map as k8s-openapi types hold it.
     pub fn to_map(&self) -> Option<BTreeMap<String, String>> {
-        self.0.as_ref().map(|entries| entries.iter().cloned().collect())
+        let packed = self.0.as_ref()?;
+        let mut strings = packed.iter().map(|s| s.unwrap_or_default().to_owned());
+        let mut map = BTreeMap::new();
+        while let (Some(key), Some(value)) = (strings.next(), strings.next()) {
+            map.insert(key, value);
+        }
+        Some(map)
     }
 }
 
@@ -32,51 +93,88 @@ impl CompactMap {
 /// deletion grace period.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CachedMeta {
-    name: Option<String>,
-    namespace: Option<String>,
-    uid: Option<String>,
-    resource_version: Option<String>,
+    /// Name, namespace, uid and resourceVersion, in that order ([`Self::NAME`] …).
+    ids: Packed,
     generation: Option<i64>,
     creation_timestamp: Option<Time>,
     deletion_timestamp: Option<Time>,
     annotations: CompactMap,
     labels: CompactMap,
-    owner_references: Option<Box<[OwnerReference]>>,
+    owner_references: Option<Box<[CachedOwner]>>,
     finalizers: Option<Box<[String]>>,
+}
+
+/// An owner reference: its four strings [`Packed`] (apiVersion, kind, name, uid).
+#[derive(Clone, Debug, PartialEq)]
+struct CachedOwner {
+    ids: Packed,
+    controller: Option<bool>,
+    block_owner_deletion: Option<bool>,
+}
+
+impl From<OwnerReference> for CachedOwner {
+    fn from(owner: OwnerReference) -> Self {
+        CachedOwner {
+            ids: Packed::of([&owner.api_version, &owner.kind, &owner.name, &owner.uid]),
+            controller: owner.controller,
+            block_owner_deletion: owner.block_owner_deletion,
+        }
+    }
+}
+
+impl CachedOwner {
+    fn to_owner(&self) -> OwnerReference {
+        let [api_version, kind, name, uid] = self.ids.to_strings();
+        OwnerReference {
+            api_version,
+            kind,
+            name,
+            uid,
+            controller: self.controller,
+            block_owner_deletion: self.block_owner_deletion,
+        }
+    }
 }
 
 impl From<ObjectMeta> for CachedMeta {
     fn from(meta: ObjectMeta) -> Self {
+        let ids = [&meta.name, &meta.namespace, &meta.uid, &meta.resource_version];
         CachedMeta {
-            name: meta.name,
-            namespace: meta.namespace,
-            uid: meta.uid,
-            resource_version: meta.resource_version,
+            ids: ids.into_iter().map(Option::as_deref).collect(),
             generation: meta.generation,
             creation_timestamp: meta.creation_timestamp,
             deletion_timestamp: meta.deletion_timestamp,
             annotations: meta.annotations.into(),
             labels: meta.labels.into(),
-            owner_references: meta.owner_references.map(Vec::into_boxed_slice),
+            owner_references: meta.owner_references.map(|o| o.into_iter().map(CachedOwner::from).collect()),
             finalizers: meta.finalizers.map(Vec::into_boxed_slice),
         }
     }
 }
 
 impl CachedMeta {
+    const NAME: usize = 0;
+    const NAMESPACE: usize = 1;
+    const UID: usize = 2;
+    const RESOURCE_VERSION: usize = 3;
+
     /// The metadata as k8s-openapi types hold it.
     pub fn to_meta(&self) -> ObjectMeta {
+        let owned = |index| self.ids.get(index).map(str::to_owned);
         ObjectMeta {
-            name: self.name.clone(),
-            namespace: self.namespace.clone(),
-            uid: self.uid.clone(),
-            resource_version: self.resource_version.clone(),
+            name: owned(Self::NAME),
+            namespace: owned(Self::NAMESPACE),
+            uid: owned(Self::UID),
+            resource_version: owned(Self::RESOURCE_VERSION),
             generation: self.generation,
             creation_timestamp: self.creation_timestamp.clone(),
             deletion_timestamp: self.deletion_timestamp.clone(),
             annotations: self.annotations.to_map(),
             labels: self.labels.to_map(),
-            owner_references: self.owner_references.as_deref().map(<[_]>::to_vec),
+            owner_references: self
+                .owner_references
+                .as_deref()
+                .map(|o| o.iter().map(CachedOwner::to_owner).collect()),
             finalizers: self.finalizers.as_deref().map(<[_]>::to_vec),
             ..ObjectMeta::default()
         }
@@ -84,27 +182,27 @@ impl CachedMeta {
 
     /// Its namespace.
     pub fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref()
+        self.ids.get(Self::NAMESPACE)
     }
 
     /// Its name.
     pub fn name(&self) -> Option<&str> {
-        self.name.as_deref()
+        self.ids.get(Self::NAME)
     }
 
     /// Its uid.
     pub fn uid(&self) -> Option<&str> {
-        self.uid.as_deref()
+        self.ids.get(Self::UID)
     }
 
     /// Its resourceVersion.
     pub fn resource_version(&self) -> Option<&str> {
-        self.resource_version.as_deref()
+        self.ids.get(Self::RESOURCE_VERSION)
     }
 
     /// Its queue key.
     pub fn key(&self) -> Option<ObjectKey> {
-        Some((self.namespace.clone()?, self.name.clone()?))
+        Some((self.namespace()?.to_owned(), self.name()?.to_owned()))
     }
 }
 
@@ -182,6 +280,15 @@ pub(crate) use lookup_as;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_strings_keep_absent_empty_and_any_text_apart() {
+        let long = "x".repeat(70_000);
+        let strings = [None, Some(""), Some("ünï\0cödé"), Some(long.as_str()), None];
+        let packed: Packed = strings.into_iter().collect();
+        assert_eq!(packed.iter().collect::<Vec<_>>(), strings);
+        assert_eq!((packed.get(2), packed.get(4), packed.get(9)), (Some("ünï\0cödé"), None, None));
+    }
 
     #[test]
     fn a_compact_map_is_the_map_it_was() {
