@@ -7,6 +7,7 @@
 //! onto thousands of Deployments). One consumer.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -17,6 +18,16 @@ use tokio::time::Instant;
 /// What the queues hold: an object as `(namespace, name)` — a Deployment, a PDB, an
 /// EvictionAutoScaler, or a Node (its namespace empty).
 pub type ObjectKey = (String, String);
+
+/// Gives back the room of a map that holds far fewer entries than it has room for: a `HashMap`
+/// otherwise keeps the capacity of its busiest moment (every Deployment made due at once by
+/// the first list, an install onto thousands) for the life of the process. Called after
+/// removals; shrinks to twice what is left, so a map that grows again does not shrink at once.
+pub(crate) fn shrink_if_sparse<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > 64 && map.len() * 8 < map.capacity() {
+        map.shrink_to(map.len() * 2);
+    }
+}
 
 /// Longest back-off between failed evaluations of one key.
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(300);
@@ -103,7 +114,10 @@ impl WorkQueue {
 
     /// `key` was evaluated without failure: its next failure waits the shortest time again.
     pub fn succeeded(&self, key: &ObjectKey) {
-        self.failures.lock().remove(key);
+        let mut failures = self.failures.lock();
+        if failures.remove(key).is_some() {
+            shrink_if_sparse(&mut failures);
+        }
     }
 
     /// Number of keys waiting.
@@ -123,6 +137,7 @@ impl WorkQueue {
                     && let Some((lane, _, key)) = due.order.pop_first()
                 {
                     due.at.remove(&key);
+                    shrink_if_sparse(&mut due.at);
                     return (lane, key);
                 }
                 first
@@ -215,5 +230,32 @@ mod tests {
         assert_eq!(q.next(false).await, (Lane::Urgent, key("bulk-2")));
         assert_eq!(q.next(false).await, (Lane::Normal, key("bulk-1")));
         assert_eq!(q.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_queue_emptied_after_a_burst_gives_its_room_back() {
+        let q = WorkQueue::default();
+        for i in 0..10_000 {
+            q.schedule_now(key(&i.to_string()));
+        }
+        let busiest = q.due.lock().at.capacity();
+        for _ in 0..9_990 {
+            q.next(false).await;
+        }
+        let room = q.due.lock().at.capacity();
+        assert!(busiest >= 10_000 && room <= 64, "room for {room} keys, 10 left (at most {busiest})");
+    }
+
+    #[test]
+    fn a_sparse_map_shrinks_but_not_below_twice_its_entries() {
+        let mut map: HashMap<u32, u32> = (0..1000).map(|i| (i, i)).collect();
+        for i in 0..900 {
+            map.remove(&i);
+            shrink_if_sparse(&mut map);
+        }
+        assert!(map.capacity() >= 200 && map.capacity() < 1000, "room for {}", map.capacity());
+        let room = map.capacity();
+        shrink_if_sparse(&mut map);
+        assert_eq!(map.capacity(), room, "nothing removed, nothing moved");
     }
 }

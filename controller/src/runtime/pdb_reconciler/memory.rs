@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::pdb::{ADMISSION_GRACE, OwnedPdb};
 
 use crate::runtime::queue::MAX_BACKOFF;
-use crate::runtime::queue::ObjectKey;
+use crate::runtime::queue::{ObjectKey, shrink_if_sparse};
 
 /// How long a PDB seen at admission counts as stored: the apiserver stores it within moments,
 /// and if it never does (refused after the webhooks) the default PDB comes back after this.
@@ -56,8 +56,9 @@ struct Entry {
     skip: Option<&'static str>,
     /// This replica's recent creates of the default PDB: their back-off.
     creates: Option<Creates>,
-    /// Our last patch of its default PDB, and the resourceVersion it was planned from.
-    patched: Option<(Option<String>, Value)>,
+    /// Our last patch of its default PDB, and the resourceVersion it was planned from (boxed:
+    /// most entries are only a create's record).
+    patched: Option<Box<(Option<String>, Value)>>,
 }
 
 impl Entry {
@@ -126,6 +127,7 @@ impl PdbMemory {
         // Only Deployments with something to remember take memory, not every one planned.
         if entry.is_empty(Instant::now()) {
             deployments.remove(key);
+            shrink_if_sparse(&mut deployments);
         }
         changed
     }
@@ -150,7 +152,7 @@ impl PdbMemory {
     pub fn already_patched(&self, key: &ObjectKey, pdb: &OwnedPdb, patch: &Value) -> bool {
         let mut deployments = self.deployments.lock();
         let Some(entry) = deployments.get_mut(key) else { return false };
-        let sent = match &entry.patched {
+        let sent = match entry.patched.as_deref() {
             Some((version, sent)) if version.as_deref() == pdb.resource_version() => sent == patch,
             Some(_) => {
                 entry.patched = None;
@@ -160,6 +162,7 @@ impl PdbMemory {
         };
         if entry.is_empty(Instant::now()) {
             deployments.remove(key);
+            shrink_if_sparse(&mut deployments);
         }
         sent
     }
@@ -168,7 +171,7 @@ impl PdbMemory {
     pub fn patched(&self, key: &ObjectKey, pdb: &OwnedPdb, patch: Value) {
         let mut deployments = self.deployments.lock();
         deployments.entry(key.clone()).or_default().patched =
-            Some((pdb.resource_version().map(str::to_owned), patch));
+            Some(Box::new((pdb.resource_version().map(str::to_owned), patch)));
     }
 
     /// Forgets a Deployment that is not (or no longer) cached.

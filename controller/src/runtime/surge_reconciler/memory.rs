@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::displaced::{SignaledPod, accepted_evictions};
-use crate::runtime::queue::ObjectKey;
+use crate::runtime::queue::{ObjectKey, shrink_if_sparse};
 
 /// One Deployment's memory.
 #[derive(Debug, Default)]
@@ -108,6 +108,7 @@ impl SurgeMemory {
         let result = f(entry);
         if entry.is_empty() {
             memory.remove(key);
+            shrink_if_sparse(&mut memory);
         }
         result
     }
@@ -281,6 +282,7 @@ impl AcceptedEvictions {
             return; // the common case, a PDB nobody is evicting from
         }
         seen.retain(|_, at| now.duration_since(*at) < ACCEPTED_FOR);
+        shrink_if_sparse(&mut seen);
         for pod in evicted {
             seen.insert((namespace.to_owned(), pod), now);
         }
@@ -323,6 +325,7 @@ impl StatusWrites {
             Some((version, written)) if version.as_ref() == cached_version => written == status,
             Some(_) => {
                 writes.remove(&key);
+                shrink_if_sparse(&mut writes);
                 false
             }
             None => false,
