@@ -13,8 +13,10 @@
 # saw of the product, until done and in that steady window.
 # Knobs: NODES (100), NAMESPACES (100), PER_NS (20), REPLICAS (2); QPS sets --kube-api-qps
 # (burst 2x) for a quicker convergence than the default 50 writes/s; HEAPTRACK=1 runs the
-# product under heaptrack and prints its allocations by call site when done; PRODUCT_BIN runs
-# another build of the product (to compare side by side).
+# product under heaptrack and prints its allocations by call site: at its peak, and what is
+# still live after the steady window; PRODUCT_BIN runs
+# another build of the product (to compare side by side); the product runs with the image's
+# GLIBC_TUNABLES unless that is set (empty: glibc's defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +33,8 @@ PRODUCT_BIN=${PRODUCT_BIN:-target/release/eviction-autoscaler}
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    # The product itself too: under heaptrack, PIDS holds heaptrack's.
+    for pid in "${PIDS[@]}" ${PRODUCT:-}; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     rm -rf "$WORK"
 }
@@ -105,7 +108,11 @@ LIMITS=()
 [[ -n $QPS ]] && LIMITS=(--kube-api-qps "$QPS" --kube-api-burst $((QPS * 2)))
 WRAP=()
 [[ -n ${HEAPTRACK:-} ]] && WRAP=(heaptrack -o "$WORK/heap")
-KUBECONFIG=$WORK/product POD_NAMESPACE=eviction-autoscaler "${WRAP[@]}" "$PRODUCT_BIN" run "${LIMITS[@]}" \
+# The allocator settings the image sets (deploy/Dockerfile); GLIBC_TUNABLES= (empty) runs with
+# glibc's defaults instead.
+TUNABLES=${GLIBC_TUNABLES-$(sed -n 's/^ENV GLIBC_TUNABLES=//p' deploy/Dockerfile)}
+KUBECONFIG=$WORK/product POD_NAMESPACE=eviction-autoscaler GLIBC_TUNABLES=$TUNABLES \
+    "${WRAP[@]}" "$PRODUCT_BIN" run "${LIMITS[@]}" \
     --webhook-addr 127.0.0.1:0 --health-addr 127.0.0.1:18481 \
     --tls-cert-file "$WORK/certs/tls.crt" --tls-key-file "$WORK/certs/tls.key" \
     --pdb-create=true --enabled-by-default=true 2>"$WORK/product.log" &
@@ -136,9 +143,11 @@ cat <<EOF
 
 memory ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores): $NODES nodes, $NAMESPACES namespaces, $deployments Deployments
 ($REPLICAS replicas each, $ready of $want_ready pods ready), $((deployments / 2)) user PDBs; the product (release, cluster-wide) created
-$owned default PDBs and $eas EvictionAutoScalers (status written) in ${done_after}s${QPS:+ at $QPS writes/s}.
+$owned default PDBs and $eas EvictionAutoScalers (status written) in ${done_after}s${QPS:+ at $QPS writes/s};
+GLIBC_TUNABLES=${TUNABLES:-"" (glibc defaults)}.
 | product RSS when done | $((rss / 1024)) MiB |
 | product peak RSS (VmHWM) | $((hwm / 1024)) MiB |
+| of it file-backed (RssFile: the binary's pages) | $(awk '/RssFile/ {print int($2 / 1024)}' "/proc/$PRODUCT/status") MiB |
 EOF
 
 # What the apiserver saw of the product: the convergence, then STEADY seconds of steady state.
@@ -175,9 +184,11 @@ table(f"the product's requests in the {steady} s after", [e for e in events if e
 EOF
 
 if [[ -n ${HEAPTRACK:-} ]]; then
-    kill -INT "$PRODUCT"
+    # Killed, not stopped: what it holds is then never freed, so heaptrack's "leaks" are what
+    # was live at the end of the steady window (a clean exit would free it all).
+    kill -KILL "$PRODUCT"
     for _ in $(seq 100); do kill -0 "$PRODUCT" 2>/dev/null || break; sleep 0.2; done
     sleep 2
-    heaptrack_print --print-peaks 1 --print-allocators 0 --print-temporary 0 --print-leaks 0 \
+    heaptrack_print --print-peaks 1 --print-allocators 0 --print-temporary 0 --print-leaks 1 \
         --peak-limit 25 --sub-peak-limit 4 "$WORK"/heap.*
 fi

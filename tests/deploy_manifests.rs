@@ -54,7 +54,7 @@ fn pairs(arguments: &str) -> Vec<(String, String)> {
 
 #[test]
 fn the_dockerfile_builds_what_make_image_builds() {
-    use eviction_autoscaler_image::{BINARY_PATH, CMD, Metadata, PORTS, USER, labels};
+    use eviction_autoscaler_image::{BINARY_PATH, CMD, GLIBC_TUNABLES, Metadata, PORTS, USER, labels};
     let stage = dockerfile_final_stage();
     let one = |instruction: &str| -> String {
         let found: Vec<&String> = stage.iter().filter(|(i, _)| i == instruction).map(|(_, a)| a).collect();
@@ -62,6 +62,7 @@ fn the_dockerfile_builds_what_make_image_builds() {
         found[0].clone()
     };
     assert_eq!(one("USER"), USER);
+    assert_eq!(one("ENV"), format!("GLIBC_TUNABLES={GLIBC_TUNABLES}"), "the same allocator settings");
     let entrypoint: Vec<String> = serde_json::from_str(&one("ENTRYPOINT")).expect("ENTRYPOINT in JSON form");
     assert_eq!(entrypoint, [BINARY_PATH]);
     let cmd: Vec<String> = serde_json::from_str(&one("CMD")).expect("CMD in JSON form");

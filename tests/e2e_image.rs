@@ -106,6 +106,12 @@ fn containerd_runs_the_image_as_nonroot_without_a_shell_and_skopeo_keeps_its_dig
 
     let config = inspect(&archive, &["--config"]);
     let entrypoint = config["config"]["Entrypoint"][0].as_str().expect("an entrypoint");
+    let tunables = format!("GLIBC_TUNABLES={}", eviction_autoscaler_image::GLIBC_TUNABLES);
+    assert!(
+        config["config"]["Env"].as_array().is_some_and(|env| env.iter().any(|e| *e == *tunables)),
+        "the allocator settings are the image's: {}",
+        config["config"]["Env"]
+    );
     let run = |command: &[&str]| {
         let out = containerd.run(IMAGE, &[], command);
         let text =

@@ -22,6 +22,12 @@ pub const USER: &str = "65532:65532";
 pub const CMD: &[&str] = &["run"];
 /// The webhook (TLS) and the health and metrics port.
 pub const PORTS: &[&str] = &["9443/tcp", "8081/tcp"];
+/// glibc's allocator settings for the product (`GLIBC_TUNABLES`): one arena instead of one per
+/// thread (at most eight per core), and blocks over 128 KiB (list pages, grown read buffers)
+/// mapped on their own and unmapped when freed, instead of the threshold rising with every such
+/// block freed and their pages staying in the heap. ~6 MiB less at 5,000 Deployments.
+pub const GLIBC_TUNABLES: &str =
+    "glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072";
 const DESCRIPTION: &str = "Surges a Deployment whose PodDisruptionBudget blocks a node drain, and gives Deployments a default PodDisruptionBudget";
 /// Where the CA certificates go (Debian's path, which rustls-native-certs reads).
 pub const CA_CERTIFICATES_PATH: &str = "/etc/ssl/certs/ca-certificates.crt";
@@ -233,7 +239,7 @@ fn config(metadata: &Metadata, diff_id: &str) -> Value {
             "User": USER,
             "Entrypoint": [BINARY_PATH],
             "Cmd": CMD,
-            "Env": ["PATH=/usr/local/bin:/usr/bin:/bin"],
+            "Env": ["PATH=/usr/local/bin:/usr/bin:/bin", format!("GLIBC_TUNABLES={GLIBC_TUNABLES}")],
             "ExposedPorts": ports,
             "WorkingDir": "/",
             "Labels": labels(metadata),
