@@ -327,6 +327,7 @@ pub fn on_node(ctx: &Arc<Context>, event: &Event<Node>) {
 /// their trigger (latency metric).
 pub async fn pods_on_draining_node(ctx: Arc<Context>, key: ObjectKey) {
     let Some(since) = ctx.nodes.draining_since(&key.1) else { return }; // drained no more
+    ctx.nodes.set_edge_listing(&key.1, true);
     match ctx.nodes.pods_on(&ctx.client, &key.1).await {
         Ok(pods) => {
             for pod in pods.iter() {
@@ -340,4 +341,5 @@ pub async fn pods_on_draining_node(ctx: Arc<Context>, key: ObjectKey) {
         }
         Err(e) => debug!(node = %key.1, error = %e, "could not list pods on the draining node"),
     }
+    ctx.nodes.set_edge_listing(&key.1, false);
 }

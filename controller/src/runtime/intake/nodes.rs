@@ -23,22 +23,31 @@ type ListedPods = (Instant, Arc<Vec<Pod>>);
 /// want the same listing wait for it rather than each sending their own.
 type NodePods = Arc<tokio::sync::Mutex<Option<ListedPods>>>;
 
-/// The draining nodes (and since when) and their recently listed pods.
+/// A draining node: since when, and whether the drain edge's listing of its pods is on its way.
+#[derive(Clone, Copy, Debug)]
+struct Draining {
+    since: Instant,
+    edge_listing: bool,
+}
+
+/// The draining nodes and their recently listed pods.
 #[derive(Debug, Default)]
 pub struct DrainingNodes {
-    since: Mutex<BTreeMap<String, Instant>>,
+    draining: Mutex<BTreeMap<String, Draining>>,
     pods: Mutex<HashMap<String, NodePods>>,
 }
 
 impl DrainingNodes {
     /// Records the drain state of `node`; returns the previous state.
     pub fn set(&self, node: &str, draining: bool) -> bool {
-        let mut since = self.since.lock();
-        let was = since.contains_key(node);
+        let mut nodes = self.draining.lock();
+        let was = nodes.contains_key(node);
         if draining {
-            since.entry(node.to_owned()).or_insert_with(Instant::now);
+            nodes
+                .entry(node.to_owned())
+                .or_insert_with(|| Draining { since: Instant::now(), edge_listing: false });
         } else {
-            since.remove(node);
+            nodes.remove(node);
             self.pods.lock().remove(node);
         }
         was
@@ -46,22 +55,36 @@ impl DrainingNodes {
 
     /// Draining nodes now.
     pub fn names(&self) -> Vec<String> {
-        self.since.lock().keys().cloned().collect()
+        self.draining.lock().keys().cloned().collect()
+    }
+
+    /// Draining nodes now, each with whether the drain edge's listing of its pods is on its
+    /// way ([`Self::set_edge_listing`]).
+    pub fn names_and_edge_listing(&self) -> Vec<(String, bool)> {
+        self.draining.lock().iter().map(|(name, d)| (name.clone(), d.edge_listing)).collect()
+    }
+
+    /// The drain edge's listing of `node`'s pods started (`true`), or ended and made the
+    /// Deployments with pods there due (`false`).
+    pub fn set_edge_listing(&self, node: &str, on_its_way: bool) {
+        if let Some(d) = self.draining.lock().get_mut(node) {
+            d.edge_listing = on_its_way;
+        }
     }
 
     /// Whether any node is draining.
     pub fn any(&self) -> bool {
-        !self.since.lock().is_empty()
+        !self.draining.lock().is_empty()
     }
 
     /// Whether `node` is draining.
     pub fn contains(&self, node: &str) -> bool {
-        self.since.lock().contains_key(node)
+        self.draining.lock().contains_key(node)
     }
 
     /// When `node` was first seen draining, if it still is.
     pub fn draining_since(&self, node: &str) -> Option<Instant> {
-        self.since.lock().get(node).copied()
+        self.draining.lock().get(node).map(|d| d.since)
     }
 
     /// Pods on `node` (LIST with a `spec.nodeName` field selector), reused for a moment: one
@@ -81,5 +104,29 @@ impl DrainingNodes {
         let pods = Arc::new(list.items);
         *listed = Some((sent, pods.clone()));
         Ok(pods)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edge_listing_is_on_its_way_only_while_it_runs_and_only_for_its_drain() {
+        let nodes = DrainingNodes::default();
+        assert!(!nodes.set("a", true), "was not draining");
+        nodes.set("b", true);
+        let both = |a, b| vec![("a".to_owned(), a), ("b".to_owned(), b)];
+        assert_eq!(nodes.names_and_edge_listing(), both(false, false));
+        nodes.set_edge_listing("a", true);
+        nodes.set_edge_listing("gone", true); // not draining: nothing to mark
+        assert!(nodes.set("a", true), "still draining: the same drain");
+        assert_eq!(nodes.names_and_edge_listing(), both(true, false));
+        nodes.set("a", false);
+        nodes.set("a", true);
+        assert_eq!(nodes.names_and_edge_listing(), both(false, false), "a new drain, a new edge");
+        nodes.set_edge_listing("b", true);
+        nodes.set_edge_listing("b", false);
+        assert_eq!(nodes.names_and_edge_listing(), both(false, false), "listed: read by evaluations");
     }
 }

@@ -80,7 +80,8 @@ pub async fn observe(
     let surge_active = scaler::detect(&deployment, &hpas, &scaled_objects)
         .is_ok_and(|s| SurgeState::read(s.annotations()).active());
     let blocked = eviction_autoscaler_shared::budget::blocks_eviction(&pdbs);
-    let draining = ctx.nodes.names();
+    let nodes = ctx.nodes.names_and_edge_listing();
+    let draining: Vec<&str> = nodes.iter().map(|(node, _)| node.as_str()).collect();
 
     // Pods matter only while surged or blocked; otherwise no pod is read at all.
     let mut on_draining: Vec<Pod> = Vec::new();
@@ -88,18 +89,20 @@ pub async fn observe(
     // that kubectl has emptied (only DaemonSet pods left) holds nothing.
     let mut drain_in_progress = !draining.is_empty();
     if (surge_active || blocked) && !draining.is_empty() {
-        drain_in_progress = false;
         let owned = |p: &&Pod| {
             p.metadata.namespace.as_deref() == Some(namespace.as_str())
                 && owning_deployment(p).as_deref() == Some(name.as_str())
         };
         let on_node = |p: &&Pod| {
-            p.spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_deref())
-                .is_some_and(|n| draining.iter().any(|d| d == n))
+            p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| draining.contains(&n))
         };
-        let listings = draining.iter().map(|node| ctx.nodes.pods_on(&ctx.client, node));
+        // A node whose drain-edge listing is on its way is not waited for: that listing makes
+        // the Deployments with pods there due (urgent) once it lands, and until then its drain
+        // counts as in progress. A surge decided meanwhile is decided from the other nodes and
+        // the eviction signals.
+        drain_in_progress = nodes.iter().any(|(_, edge_listing)| *edge_listing);
+        let others = nodes.iter().filter(|(_, edge_listing)| !edge_listing);
+        let listings = others.map(|(node, _)| ctx.nodes.pods_on(&ctx.client, node));
         for pods in futures::future::try_join_all(listings).await? {
             drain_in_progress |= pods.iter().any(displaced::drain_pending);
             if own_pods.is_none() {
