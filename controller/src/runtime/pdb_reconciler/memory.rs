@@ -176,7 +176,9 @@ impl PdbMemory {
 
     /// Forgets a Deployment that is not (or no longer) cached.
     pub fn forget(&self, key: &ObjectKey) {
-        self.deployments.lock().remove(key);
+        let mut deployments = self.deployments.lock();
+        deployments.remove(key);
+        shrink_if_sparse(&mut deployments);
     }
 
     /// The watch brought Deployment `key`'s deletion (not merely its absence from the cache:
@@ -185,6 +187,7 @@ impl PdbMemory {
         let now = Instant::now();
         let mut deleted = self.deleted.lock();
         deleted.retain(|_, at| now < *at + ADMISSION_GRACE);
+        shrink_if_sparse(&mut deleted);
         deleted.insert(key.clone(), now);
     }
 

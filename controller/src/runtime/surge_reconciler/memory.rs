@@ -238,7 +238,9 @@ impl SurgeMemory {
 
     /// Forgets a deleted Deployment.
     pub fn forget(&self, key: &ObjectKey) {
-        self.0.lock().remove(key);
+        let mut memory = self.0.lock();
+        memory.remove(key);
+        shrink_if_sparse(&mut memory);
     }
 
     /// This replica stopped writing: the surges it counted are the next holder's to report.
@@ -344,7 +346,9 @@ impl StatusWrites {
 
     /// Forgets a deleted EAS.
     pub fn forget(&self, namespace: &str, name: &str) {
-        self.0.lock().remove(&(namespace.to_owned(), name.to_owned()));
+        let mut writes = self.0.lock();
+        writes.remove(&(namespace.to_owned(), name.to_owned()));
+        shrink_if_sparse(&mut writes);
     }
 }
 
